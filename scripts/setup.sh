@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Installs the Debian packages flashpipe builds and tests with, then
+# configures and builds it. Safe to rerun: apt-get skips what is installed,
+# CMake and Ninja rebuild only what changed.
+#   scripts/setup.sh [BUILD_DIR]   (default: build)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PACKAGES=(
+  build-essential cmake ninja-build pkg-config clang libclang-rt-14-dev
+  liburing-dev libcli11-dev libfmt-dev libgtest-dev libgmock-dev
+  libisal-dev zlib1g-dev libarchive-dev libzstd-dev liblzma-dev libbz2-dev liblz4-dev
+  libpugixml-dev libssl-dev libblkid-dev libfdisk-dev
+  fastboot android-sdk-libsparse-utils bmap-tools fio
+  e2fsprogs gdisk fdisk util-linux xxd python3 time
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing ${missing[*]}"
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO=sudo
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+BUILD_DIR=${1:-build}
+if [ ! -f "$BUILD_DIR/build.ninja" ]; then
+  cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
+fi
+cmake --build "$BUILD_DIR"

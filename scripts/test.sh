@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# The whole test suite: installs what it needs, builds, runs every unit and
+# end-to-end test with CTest, then each libFuzzer target for a bounded time
+# under ASan+UBSan. Safe to rerun. Exits non-zero on any failure.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh build
+modprobe loop 2>/dev/null || true
+echo "== unit and end-to-end tests"
+ctest --test-dir build --output-on-failure --timeout 900 -j2
+echo "== fuzzers (${FUZZ_SECONDS:-30} s each, ASan+UBSan)"
+bash scripts/fuzz.sh "${FUZZ_SECONDS:-30}"

@@ -1,0 +1,97 @@
+// ImageWriter: the pipelined engine. A sparse::Sink that turns the decoder's
+// events into large aligned requests on one or more devices at once.
+//
+// RAW bytes are copied into a bounded pool of aligned buffers (or read there
+// straight from a seekable source with WriteRawFromFd) and coalesced into
+// requests of request_size; while up to queue_depth requests are in flight the
+// next ones are prepared. Non-zero FILL is written from one shared pattern
+// buffer; zero FILL becomes BLKZEROOUT / holes (ZeroMode); DONT_CARE is
+// skipped or discarded. Unaligned heads and tails are read-modify-written
+// through the same O_DIRECT queue. Every op is bounds-checked against the
+// device window before it is issued. Finish() drains, writes the first block
+// last if asked, runs one fdatasync per device and, with verify, reads
+// everything back with O_DIRECT and compares against digests taken while
+// writing.
+//
+// Events may overlap earlier ones (overlaid parts); the final content is the
+// last event's, and verify checks the final content.
+// Memory: pool of queue_depth+2 buffers of request_size per writer, whatever
+// the image size. Thread-compatible.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "io/io_queue.h"
+#include "io/target.h"
+#include "sparse/sink.h"
+
+namespace flashpipe::io {
+
+enum class ZeroMode { kAuto, kWrite };      // auto: zeroout/holes; write: real zeros
+Result<ZeroMode> ParseZeroMode(std::string_view name);  // auto|write
+
+// One destination: a queue on a target, its geometry and its window. The
+// writer does not own the queue.
+struct Device {
+  std::string name;
+  IoQueue* queue = nullptr;
+  Geometry geometry;
+  uint64_t window_offset = 0;  // absolute offset of image byte 0
+  uint64_t window_size = 0;    // bytes the image may cover; 0 = geometry.size - offset
+};
+Device DeviceFor(const Target& target, IoQueue* queue);
+
+struct WriterOptions {
+  uint64_t request_size = 0;  // 0 = from geometry (optimal_io or max_request, >= 1 MiB)
+  unsigned queue_depth = 0;   // 0 = 4
+  ZeroMode zero_mode = ZeroMode::kAuto;
+  bool discard = false;       // DONT_CARE -> BLKDISCARD on block devices
+  bool verify = false;
+  bool first_block_last = false;  // hold back the first MiB until all else is done
+  // Called now and then with bytes of image processed so far.
+  std::function<void(uint64_t done, uint64_t total)> progress;
+};
+
+struct WriteStats {
+  uint64_t image_size = 0;
+  uint64_t bytes_written = 0;    // data bytes sent to the device (per device)
+  uint64_t bytes_zeroed = 0;     // by zeroout / holes
+  uint64_t bytes_discarded = 0;
+  uint64_t bytes_skipped = 0;    // DONT_CARE left alone
+  uint64_t requests = 0;
+  bool verified = false;         // verify ran and matched
+};
+
+class ImageWriter : public sparse::Sink {
+ public:
+  static Result<std::unique_ptr<ImageWriter>> Create(std::vector<Device> devices,
+                                                     const WriterOptions& options);
+  ~ImageWriter() override;
+
+  Status OnHeader(const sparse::FileHeader& header) override;
+  Status OnRaw(uint64_t offset, std::span<const uint8_t> data) override;
+  Status OnFill(uint64_t offset, uint64_t length, uint32_t pattern) override;
+  Status OnSkip(uint64_t offset, uint64_t length) override;
+  Status OnEnd() override;
+
+  // Zero-copy RAW: reads n bytes at in_offset of fd straight into aligned
+  // buffers and writes them at image offset out_offset. Returns the CRC32 of
+  // the bytes (for Decoder::AdvanceRaw).
+  Result<uint32_t> WriteRawFromFd(uint64_t out_offset, int fd, uint64_t in_offset, uint64_t n);
+
+  // Drain, first block last, fdatasync each device, verify. Call once.
+  Status Finish();
+  const WriteStats& stats() const;
+
+ private:
+  ImageWriter();
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace flashpipe::io

@@ -1,0 +1,13 @@
+// PLACEHOLDER until the owning part lands: replace this file.
+#include <cstdio>
+
+#include "tools/commands.h"
+
+namespace flashpipe::tools {
+
+int RunWrite(int, char**) {
+  std::fprintf(stderr, "flashpipe: not built yet\n");
+  return 2;
+}
+
+}  // namespace flashpipe::tools

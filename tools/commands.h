@@ -1,0 +1,24 @@
+// The flashpipe subcommands. Each Run* parses its own flags (CLI11), wires the
+// library parts together and returns the process exit status. argv[0] is the
+// subcommand name ("img2simg"), so the AOSP-compatible commands also work when
+// flashpipe is invoked through a link of that name.
+#pragma once
+
+#include "base/status.h"
+
+namespace flashpipe::tools {
+
+int RunImg2simg(int argc, char** argv);
+int RunSimg2img(int argc, char** argv);
+int RunAppend2simg(int argc, char** argv);
+int RunResparse(int argc, char** argv);
+int RunDump(int argc, char** argv);
+int RunWrite(int argc, char** argv);
+int RunServe(int argc, char** argv);
+int RunBench(int argc, char** argv);
+
+// The one place a Status becomes an exit status: prints
+// "flashpipe <command>: error: <status>" to stderr, returns 1 (0 when OK).
+int ExitWith(const char* command, const Status& status);
+
+}  // namespace flashpipe::tools

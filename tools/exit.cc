@@ -1,0 +1,13 @@
+#include <cstdio>
+
+#include "tools/commands.h"
+
+namespace flashpipe::tools {
+
+int ExitWith(const char* command, const Status& status) {
+  if (status.ok()) return 0;
+  std::fprintf(stderr, "flashpipe %s: error: %s\n", command, status.ToString().c_str());
+  return 1;
+}
+
+}  // namespace flashpipe::tools

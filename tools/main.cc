@@ -1,0 +1,71 @@
+// flashpipe: puts disk images onto storage as fast as the storage allows.
+// Dispatches to a subcommand by argv[1], or by argv[0] when invoked through a
+// link named like an AOSP tool (img2simg, simg2img, append2simg).
+#include <cstdio>
+#include <cstring>
+#include <string_view>
+
+#include "tools/commands.h"
+
+namespace {
+
+using flashpipe::tools::ExitWith;
+
+struct Command {
+  const char* name;
+  int (*run)(int, char**);
+  const char* help;
+};
+
+constexpr Command kCommands[] = {
+    {"write", flashpipe::tools::RunWrite, "write an image (sparse, raw, compressed, bmap) to files or devices"},
+    {"serve", flashpipe::tools::RunServe, "fastboot device daemon over TCP/UDP on a disk or partitions"},
+    {"bench", flashpipe::tools::RunBench, "mmc_test-style transfer tests and the bounce-buffer study"},
+    {"img2simg", flashpipe::tools::RunImg2simg, "convert a raw image to a sparse image (AOSP compatible)"},
+    {"simg2img", flashpipe::tools::RunSimg2img, "expand sparse images (overlaid in order) to a raw image"},
+    {"append2simg", flashpipe::tools::RunAppend2simg, "append raw data to a sparse image"},
+    {"resparse", flashpipe::tools::RunResparse, "split a sparse image into parts of at most N bytes"},
+    {"dump", flashpipe::tools::RunDump, "print a sparse image's header and chunks"},
+};
+
+void Usage(FILE* out) {
+  std::fprintf(out, "flashpipe %s: disk images onto storage at the speed of the storage\n\n"
+                    "usage: flashpipe COMMAND [ARGS...]   (flashpipe COMMAND --help for details)\n\n"
+                    "commands:\n", FLASHPIPE_VERSION);
+  for (const auto& c : kCommands) std::fprintf(out, "  %-12s %s\n", c.name, c.help);
+}
+
+const Command* Find(std::string_view name) {
+  for (const auto& c : kCommands) {
+    if (name == c.name) return &c;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string_view self = argv[0];
+  if (auto slash = self.rfind('/'); slash != std::string_view::npos) self.remove_prefix(slash + 1);
+  if (const Command* c = Find(self); c != nullptr && self != "write") return c->run(argc, argv);
+  if (argc < 2) {
+    Usage(stderr);
+    return 2;
+  }
+  std::string_view cmd = argv[1];
+  if (cmd == "--help" || cmd == "-h" || cmd == "help") {
+    Usage(stdout);
+    return 0;
+  }
+  if (cmd == "--version" || cmd == "version") {
+    std::printf("flashpipe %s\n", FLASHPIPE_VERSION);
+    return 0;
+  }
+  const Command* c = Find(cmd);
+  if (c == nullptr) {
+    std::fprintf(stderr, "flashpipe: unknown command '%s'\n\n", argv[1]);
+    Usage(stderr);
+    return 2;
+  }
+  return c->run(argc - 1, argv + 1);
+}
