@@ -53,4 +53,7 @@ void SerializeChunkHeader(const ChunkHeader& h, std::span<uint8_t, kChunkHeaderS
 // True when `bytes` starts with the sparse magic (for input type detection).
 bool HasSparseMagic(std::span<const uint8_t> bytes);
 
+// "RAW", "FILL", "DONT_CARE", "CRC32" or "UNKNOWN".
+const char* ChunkTypeName(uint16_t type);
+
 }  // namespace flashpipe::sparse
