@@ -1,0 +1,52 @@
+// Encoder: turns a raw image into a sparse image, as AOSP img2simg does.
+//
+// Each block whose 32-bit words are all equal becomes FILL (zero blocks
+// included, as AOSP does: a device then writes them, which is what a flasher
+// of a "raw" image expects); other blocks become RAW; adjacent blocks of the
+// same kind merge (RAW chunks are capped at max_raw_chunk bytes, as upstream
+// libsparse caps them at 64 MiB). A partial last block is padded with zeros.
+// With `holes`, ranges the input file does not store (SEEK_DATA/SEEK_HOLE,
+// rounded inward to whole blocks) become DONT_CARE and are not read. With
+// `crc`, a final CRC32 chunk holds the correct CRC-32 of the whole expanded
+// image (off by default: some bootloaders reject CRC32 chunks).
+//
+// One pass, reading the input with large reads into a fixed 1 MiB buffer and
+// writing RAW payload straight from it; the RAW chunk headers and the file
+// header's counts are patched in place once known. That needs a seekable
+// output; for a pipe or callback output the input must be seekable instead,
+// and the encoder makes a first pass that only plans the chunks. Memory is
+// fixed, except the plan: 4 bytes per RAW chunk, non-seekable outputs only.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+#include "base/status.h"
+#include "sparse/writer.h"
+
+namespace flashpipe::sparse {
+
+struct EncoderOptions {
+  uint32_t block_size = 4096;  // a non-zero multiple of 4
+  bool holes = false;          // img2simg -s
+  bool crc = false;            // append a CRC32 chunk
+  uint64_t max_raw_chunk = uint64_t{64} << 20;
+};
+
+struct EncodeStats {
+  uint64_t input_bytes = 0;
+  uint32_t total_blks = 0;
+  uint32_t total_chunks = 0;
+  uint64_t output_bytes = 0;
+  uint32_t crc = 0;  // of the expanded image, when options.crc
+};
+
+// Reads `in_fd` to EOF (from offset 0 when it is seekable, else from where it
+// is) and writes the sparse image to `out`. `in_name` names it in errors.
+Result<EncodeStats> EncodeImage(int in_fd, std::string_view in_name, Output& out, const EncoderOptions& options);
+
+// True when every 32-bit word of `block` equals the first; sets *pattern.
+// REQUIRES: block.size() is a non-zero multiple of 4.
+bool IsUniformBlock(std::span<const uint8_t> block, uint32_t* pattern);
+
+}  // namespace flashpipe::sparse

@@ -1,0 +1,252 @@
+#include "sparse/encoder.h"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "base/endian.h"
+#include "base/unique_fd.h"
+#include "sparse/decoder.h"
+#include "testing/sparse_builder.h"
+
+namespace flashpipe::sparse {
+namespace {
+
+using testing::SparseBuilder;
+
+UniqueFd MemFile(const std::vector<uint8_t>& bytes) {
+  UniqueFd fd(::memfd_create("in", 0));
+  EXPECT_EQ(::write(fd.get(), bytes.data(), bytes.size()), static_cast<ssize_t>(bytes.size()));
+  ::lseek(fd.get(), 0, SEEK_SET);
+  return fd;
+}
+
+std::vector<uint8_t> ReadAll(int fd) {
+  std::vector<uint8_t> out;
+  ::lseek(fd, 0, SEEK_SET);
+  uint8_t buf[65536];
+  for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;) out.insert(out.end(), buf, buf + n);
+  return out;
+}
+
+struct Chunk {
+  uint16_t type;
+  uint32_t blocks;
+  bool operator==(const Chunk&) const = default;
+};
+
+// Chunk list of a sparse image, walked by hand (no decoder).
+std::vector<Chunk> Chunks(const std::vector<uint8_t>& simg) {
+  std::vector<Chunk> out;
+  FileHeader h = ParseFileHeader(simg);
+  size_t off = h.file_hdr_sz;
+  for (uint32_t i = 0; i < h.total_chunks; ++i) {
+    ChunkHeader c = ParseChunkHeader({simg.data() + off, 12});
+    out.push_back({c.chunk_type, c.chunk_sz});
+    off += c.total_sz;
+  }
+  EXPECT_EQ(off, simg.size());
+  return out;
+}
+
+// Decodes with CRC checking and returns the expanded image (skips as zeros).
+std::vector<uint8_t> Expand(const std::vector<uint8_t>& simg) {
+  struct S : Sink {
+    std::vector<uint8_t> img;
+    Status OnHeader(const FileHeader& h) override { img.assign(h.image_size(), 0); return Status::Ok(); }
+    Status OnRaw(uint64_t o, std::span<const uint8_t> d) override {
+      std::copy(d.begin(), d.end(), img.begin() + o);
+      return Status::Ok();
+    }
+    Status OnFill(uint64_t o, uint64_t n, uint32_t p) override {
+      for (uint64_t i = 0; i < n; i += 4) StoreLE<uint32_t>(img.data() + o + i, p);
+      return Status::Ok();
+    }
+    Status OnSkip(uint64_t, uint64_t) override { return Status::Ok(); }
+  } sink;
+  Decoder d(&sink);
+  Status s = d.Feed(simg);
+  if (s.ok()) s = d.Finish();
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  return sink.img;
+}
+
+std::vector<uint8_t> EncodeToMemfd(const std::vector<uint8_t>& raw, EncoderOptions o = {}) {
+  UniqueFd in = MemFile(raw);
+  UniqueFd out(::memfd_create("out", 0));
+  FdOutput output(out.get(), "out");
+  auto r = EncodeImage(in.get(), "in", output, o);
+  EXPECT_TRUE(r.ok()) << r.status().ToString();
+  return ReadAll(out.get());
+}
+
+std::vector<uint8_t> Block(uint32_t word, size_t blk = 4096) {
+  std::vector<uint8_t> b(blk);
+  for (size_t i = 0; i < blk; i += 4) StoreLE<uint32_t>(b.data() + i, word);
+  return b;
+}
+
+void Append(std::vector<uint8_t>& v, const std::vector<uint8_t>& b) { v.insert(v.end(), b.begin(), b.end()); }
+
+TEST(UniformBlockTest, DetectsEqualWordsOnly) {
+  uint32_t p = 0;
+  auto b = Block(0xA1B2C3D4, 1028);
+  EXPECT_TRUE(IsUniformBlock(b, &p));
+  EXPECT_EQ(p, 0xA1B2C3D4u);
+  for (size_t pos : {0ul, 5ul, 63ul, 64ul, 1000ul, 1027ul}) {
+    auto c = b;
+    c[pos] ^= 1;
+    EXPECT_FALSE(IsUniformBlock(c, &p)) << pos;
+  }
+}
+
+TEST(EncoderTest, ChunksLikeAospImg2simg) {
+  std::vector<uint8_t> raw = SparseBuilder::RandomBytes(2 * 4096, 1);
+  Append(raw, Block(0));
+  Append(raw, Block(0));
+  Append(raw, Block(0x11111111));
+  Append(raw, Block(0x22222222));
+  Append(raw, SparseBuilder::RandomBytes(1000, 2));  // partial last block
+  auto simg = EncodeToMemfd(raw);
+  EXPECT_EQ(Chunks(simg), (std::vector<Chunk>{{kChunkRaw, 2}, {kChunkFill, 2}, {kChunkFill, 1},
+                                              {kChunkFill, 1}, {kChunkRaw, 1}}));
+  FileHeader h = ParseFileHeader(simg);
+  EXPECT_EQ(h.total_blks, 7u);
+  EXPECT_EQ(h.total_chunks, 5u);
+  raw.resize(7 * 4096, 0);
+  EXPECT_EQ(Expand(simg), raw);
+}
+
+TEST(EncoderTest, PartialUniformLastBlockIsPaddedThenClassified) {
+  std::vector<uint8_t> raw(4096 + 100, 0);
+  auto simg = EncodeToMemfd(raw);
+  EXPECT_EQ(Chunks(simg), (std::vector<Chunk>{{kChunkFill, 2}}));
+}
+
+TEST(EncoderTest, CrcChunkIsCorrect) {
+  std::vector<uint8_t> raw = SparseBuilder::RandomBytes(3 * 1024, 5);
+  Append(raw, Block(7, 1024));
+  auto simg = EncodeToMemfd(raw, {.block_size = 1024, .crc = true});
+  auto chunks = Chunks(simg);
+  ASSERT_EQ(chunks.back().type, kChunkCrc32);
+  EXPECT_EQ(LoadLE<uint32_t>(simg.data() + simg.size() - 4), Crc32Update(0, raw.data(), raw.size()));
+  EXPECT_EQ(Expand(simg), raw);  // Expand checks the CRC
+}
+
+TEST(EncoderTest, RawChunksCappedAndMerged) {
+  std::vector<uint8_t> raw = SparseBuilder::RandomBytes(10 * 4096, 3);
+  auto simg = EncodeToMemfd(raw, {.max_raw_chunk = 4 * 4096});
+  EXPECT_EQ(Chunks(simg), (std::vector<Chunk>{{kChunkRaw, 4}, {kChunkRaw, 4}, {kChunkRaw, 2}}));
+  EXPECT_EQ(Expand(simg), raw);
+}
+
+TEST(EncoderTest, RunsAcrossReadBuffersMerge) {
+  // 3 MiB of one fill then 3 MiB of random: one chunk each despite 1 MiB reads.
+  std::vector<uint8_t> raw;
+  for (int i = 0; i < 768; ++i) Append(raw, Block(0x5A5A5A5A));
+  Append(raw, SparseBuilder::RandomBytes(3 << 20, 4));
+  auto simg = EncodeToMemfd(raw);
+  EXPECT_EQ(Chunks(simg), (std::vector<Chunk>{{kChunkFill, 768}, {kChunkRaw, 768}}));
+  EXPECT_EQ(Expand(simg), raw);
+}
+
+TEST(EncoderTest, PipeOutputMatchesFileOutput) {
+  std::mt19937 rng(9);
+  std::vector<uint8_t> raw;
+  for (int i = 0; i < 600; ++i) {
+    if (rng() % 3 == 0) Append(raw, Block(rng() % 2 ? 0 : rng(), 1024));
+    else Append(raw, SparseBuilder::RandomBytes(1024, rng()));
+  }
+  EncoderOptions o{.block_size = 1024, .crc = true, .max_raw_chunk = 20 * 1024};
+  auto via_file = EncodeToMemfd(raw, o);
+  UniqueFd in = MemFile(raw);
+  std::vector<uint8_t> via_callback;
+  CallbackOutput out([&](std::span<const uint8_t> d) {
+    via_callback.insert(via_callback.end(), d.begin(), d.end());
+    return Status::Ok();
+  });
+  auto r = EncodeImage(in.get(), "in", out, o);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(via_callback, via_file);
+  EXPECT_EQ(r->output_bytes, via_file.size());
+  EXPECT_EQ(Expand(via_file), raw);
+}
+
+TEST(EncoderTest, PipeInputToFileOutput) {
+  std::vector<uint8_t> raw = SparseBuilder::RandomBytes(5 * 4096 + 7, 11);
+  Append(raw, Block(0));
+  int p[2];
+  ASSERT_EQ(::pipe(p), 0);
+  std::thread writer([&] {
+    ::write(p[1], raw.data(), raw.size());
+    ::close(p[1]);
+  });
+  UniqueFd rd(p[0]);
+  UniqueFd out(::memfd_create("out", 0));
+  FdOutput output(out.get(), "out");
+  auto r = EncodeImage(rd.get(), "stdin", output, {});
+  writer.join();
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  auto expanded = Expand(ReadAll(out.get()));
+  raw.resize(expanded.size(), 0);
+  EXPECT_EQ(expanded, raw);
+}
+
+TEST(EncoderTest, PipeToPipeRefused) {
+  int p[2];
+  ASSERT_EQ(::pipe(p), 0);
+  UniqueFd rd(p[0]), wr(p[1]);
+  CallbackOutput out([](std::span<const uint8_t>) { return Status::Ok(); });
+  auto r = EncodeImage(rd.get(), "stdin", out, {});
+  EXPECT_EQ(r.status().message(),
+            "cannot write a sparse image to a pipe from a pipe: the chunk counts come first, so either the output "
+            "or the input (stdin) must be a file");
+}
+
+TEST(EncoderTest, EmptyInputRefused) {
+  UniqueFd in = MemFile({});
+  UniqueFd out(::memfd_create("out", 0));
+  FdOutput output(out.get(), "out");
+  EXPECT_EQ(EncodeImage(in.get(), "in.img", output, {}).status().message(),
+            "in.img is empty: a sparse image holds at least one block");
+}
+
+TEST(EncoderTest, BadBlockSizeRefused) {
+  UniqueFd in = MemFile({1, 2, 3});
+  CallbackOutput out([](std::span<const uint8_t>) { return Status::Ok(); });
+  EXPECT_EQ(EncodeImage(in.get(), "in", out, {.block_size = 1022}).status().message(),
+            "block size 1022 is not a non-zero multiple of 4");
+}
+
+TEST(EncoderTest, HoleModeMapsHolesToDontCare) {
+  char path[] = "/tmp/fp_enc_XXXXXX";
+  UniqueFd fd(::mkstemp(path));
+  ::unlink(path);
+  // 64 KiB hole, 8 KiB data (random + zeros), 1 MiB hole, 100 bytes data at the end.
+  auto data = SparseBuilder::RandomBytes(4096, 1);
+  Append(data, Block(0));
+  ASSERT_EQ(::pwrite(fd.get(), data.data(), data.size(), 65536), 8192);
+  auto tail = SparseBuilder::RandomBytes(100, 2);
+  uint64_t tail_at = 65536 + 8192 + (1 << 20);
+  ASSERT_EQ(::pwrite(fd.get(), tail.data(), tail.size(), tail_at), 100);
+  UniqueFd out(::memfd_create("out", 0));
+  FdOutput output(out.get(), "out");
+  auto r = EncodeImage(fd.get(), "in", output, {.holes = true});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  auto simg = ReadAll(out.get());
+  EXPECT_EQ(Chunks(simg), (std::vector<Chunk>{{kChunkDontCare, 16}, {kChunkRaw, 1}, {kChunkFill, 1},
+                                              {kChunkDontCare, 256}, {kChunkRaw, 1}}));
+  std::vector<uint8_t> expect(tail_at + 4096, 0);
+  std::copy(data.begin(), data.end(), expect.begin() + 65536);
+  std::copy(tail.begin(), tail.end(), expect.begin() + tail_at);
+  EXPECT_EQ(Expand(simg), expect);
+}
+
+}  // namespace
+}  // namespace flashpipe::sparse
