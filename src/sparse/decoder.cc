@@ -40,6 +40,9 @@ struct Decoder::State {
   ChunkHeader chunk;
   uint32_t chunks_done = 0;
   uint64_t chunk_start = 0;  // input offset of the current chunk header
+  uint64_t chunk_out = 0;    // output offset where the current chunk starts
+  uint64_t payload_start = 0;
+  ChunkInfo info;            // filled as the chunk completes
   uint64_t in_off = 0;
   uint64_t out_off = 0;      // output bytes covered by completed and current chunks' emitted parts
   uint64_t raw_left = 0;
@@ -209,6 +212,9 @@ struct Decoder::State {
 
   // Entered once the whole chunk header (with extra bytes) is consumed.
   Status StartPayload() {
+    chunk_out = out_off;
+    payload_start = in_off;
+    info = {};
     if (phase == Phase::kRawData && raw_left == 0) return EndChunk();
     if (chunk.chunk_type == kChunkDontCare) {
       uint64_t len = uint64_t{chunk.chunk_sz} * header.blk_sz;
@@ -224,6 +230,15 @@ struct Decoder::State {
   }
 
   Status EndChunk() {
+    info.index = chunks_done;
+    info.type = chunk.chunk_type;
+    info.blocks = chunk.chunk_sz;
+    info.total_sz = chunk.total_sz;
+    info.input_offset = chunk_start;
+    info.payload_offset = payload_start;
+    info.output_offset = chunk_out;
+    Status s = sink->OnChunk(info);
+    if (!s.ok()) return Fail(s);
     ++chunks_done;
     chunk_start = in_off;
     return EnterChunkBoundary(0);
@@ -232,6 +247,7 @@ struct Decoder::State {
   Status OnFillValue() {
     uint32_t pattern = LoadLE<uint32_t>(buf);
     have = 0;
+    info.value = pattern;
     uint64_t len = uint64_t{chunk.chunk_sz} * header.blk_sz;
     if (len > 0) {
       Status s = sink->OnFill(out_off, len, pattern);
@@ -245,7 +261,10 @@ struct Decoder::State {
   Status OnCrcValue() {
     uint32_t expected = LoadLE<uint32_t>(buf);
     have = 0;
+    info.value = expected;
     if (options.check_crc) {
+      info.crc_checked = crc_tracked;
+      info.computed_crc = crc;
       if (!crc_tracked)
         return ChunkError("CRC32 cannot be checked after 2^60 bytes of output (check_crc=false / --no-crc-check skips it)");
       if (expected != crc) {

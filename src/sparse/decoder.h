@@ -59,7 +59,9 @@ class Decoder {
 
   bool header_parsed() const;
   const FileHeader& header() const;     // REQUIRES: header_parsed()
-  uint64_t input_offset() const;        // bytes consumed so far
+  // Bytes consumed so far. During a Sink::OnRaw call: the input offset of
+  // that piece's first byte.
+  uint64_t input_offset() const;
   uint32_t chunks_done() const;         // complete chunks so far
   bool finished() const;                // all total_chunks chunks consumed
 

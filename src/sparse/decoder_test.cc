@@ -456,3 +456,38 @@ TEST(DecoderTest, SlicingDoesNotChangeErrors) {
 
 }  // namespace
 }  // namespace flashpipe::sparse
+
+namespace flashpipe::sparse {
+namespace {
+
+TEST(DecoderTest, OnChunkReportsOffsetsAndValues) {
+  struct ChunkSink : RecordingSink {
+    Status OnChunk(const ChunkInfo& c) override {
+      chunks.push_back(c);
+      return Status::Ok();
+    }
+    std::vector<ChunkInfo> chunks;
+  } sink;
+  testing::SparseBuilder b(1024);
+  b.header().chunk_hdr_sz = 16;
+  b.RawBlocks(2, 1).Fill(3, 0xABCD).DontCare(1).Crc();
+  ASSERT_TRUE(Decode(b.Build(), &sink, {}, 1).ok());
+  ASSERT_EQ(sink.chunks.size(), 4u);
+  const ChunkInfo& raw = sink.chunks[0];
+  EXPECT_EQ(raw.type, kChunkRaw);
+  EXPECT_EQ(raw.input_offset, 28u);
+  EXPECT_EQ(raw.payload_offset, 28u + 16);
+  EXPECT_EQ(raw.total_sz, 16u + 2048);
+  EXPECT_EQ(sink.chunks[1].index, 1u);
+  EXPECT_EQ(sink.chunks[1].output_offset, 2048u);
+  EXPECT_EQ(sink.chunks[1].value, 0xABCDu);
+  EXPECT_EQ(sink.chunks[2].output_offset, 5u * 1024);
+  EXPECT_EQ(sink.chunks[3].type, kChunkCrc32);
+  EXPECT_TRUE(sink.chunks[3].crc_checked);
+  EXPECT_EQ(sink.chunks[3].computed_crc, b.expanded_crc());
+  EXPECT_EQ(sink.chunks[3].value, b.expanded_crc());
+  EXPECT_EQ(sink.chunks[3].input_offset, 28u + 16 + 2048 + 20 + 16);
+}
+
+}  // namespace
+}  // namespace flashpipe::sparse

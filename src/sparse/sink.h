@@ -8,6 +8,8 @@
 //   OnFill  `length` bytes of the 4-byte little-endian `pattern` repeated
 //           (length is a multiple of 4; pattern 0 means zeros).
 //   OnSkip  DONT_CARE: the content of this range is not defined by the image.
+//   OnChunk once a chunk is complete and valid (after its data events): its
+//           header fields and offsets, for tools that show or re-split images.
 // Any non-OK Status stops decoding and is returned to the caller unchanged.
 #pragma once
 
@@ -19,6 +21,20 @@
 
 namespace flashpipe::sparse {
 
+// One chunk as the decoder saw it (see Sink::OnChunk).
+struct ChunkInfo {
+  uint32_t index = 0;          // 0-based
+  uint16_t type = 0;           // ChunkType
+  uint32_t blocks = 0;         // chunk_sz
+  uint32_t total_sz = 0;       // input bytes, header included
+  uint64_t input_offset = 0;   // of the chunk header
+  uint64_t payload_offset = 0; // input offset of the payload (after any extra header bytes)
+  uint64_t output_offset = 0;  // bytes
+  uint32_t value = 0;          // FILL pattern or CRC32 value as stored
+  bool crc_checked = false;    // CRC32 chunk: compared with computed_crc (and equal)
+  uint32_t computed_crc = 0;
+};
+
 class Sink {
  public:
   virtual ~Sink() = default;
@@ -26,6 +42,7 @@ class Sink {
   virtual Status OnRaw(uint64_t offset, std::span<const uint8_t> data) = 0;
   virtual Status OnFill(uint64_t offset, uint64_t length, uint32_t pattern) = 0;
   virtual Status OnSkip(uint64_t offset, uint64_t length) = 0;
+  virtual Status OnChunk(const ChunkInfo& /*chunk*/) { return Status::Ok(); }
   // After the last chunk of one image was validated (totals, CRC).
   virtual Status OnEnd() { return Status::Ok(); }
 };
