@@ -43,6 +43,12 @@ struct Device {
   Geometry geometry;
   uint64_t window_offset = 0;  // absolute offset of image byte 0
   uint64_t window_size = 0;    // bytes the image may cover; 0 = geometry.size - offset
+  // Every byte of the window reads back as zero until written (a freshly
+  // truncated file): zero ranges need not be touched.
+  bool reads_zero = false;
+  // Regular files only (-1 otherwise): lets the writer write the last partial
+  // block whole with O_DIRECT and then trim the file back to geometry.size.
+  int file_fd = -1;
 };
 Device DeviceFor(const Target& target, IoQueue* queue);
 

@@ -59,6 +59,9 @@ class Target {
   const Geometry& geometry() const { return geometry_; }
   uint64_t window_offset() const { return window_offset_; }
   uint64_t window_size() const { return window_size_; }
+  // Opened with truncate_to: the old content was dropped, so every byte reads
+  // back as zero until written (the writer may leave zero ranges as holes).
+  bool fresh() const { return fresh_; }
   // OK when [offset, offset+length) lies inside the window (offsets are
   // relative to the window). The error names the target and the range.
   Status CheckRange(uint64_t offset, uint64_t length) const;
@@ -73,6 +76,7 @@ class Target {
   Geometry geometry_;
   uint64_t window_offset_ = 0;
   uint64_t window_size_ = 0;
+  bool fresh_ = false;
 };
 
 }  // namespace flashpipe::io

@@ -1,0 +1,170 @@
+// Target: opening files and block devices for direct writing, and geometry.
+#include "io/target.h"
+
+#include <fcntl.h>
+#include <linux/fs.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include <fstream>
+
+#include "io/queues.h"
+
+#ifndef STATX_DIOALIGN
+#define STATX_DIOALIGN 0x00002000U
+#endif
+
+namespace flashpipe::io {
+namespace {
+
+// queue/max_sectors_kb of a whole disk, or of the disk a partition is on.
+uint64_t MaxSectorsKb(dev_t rdev) {
+  std::string base = fmt::format("/sys/dev/block/{}:{}", major(rdev), minor(rdev));
+  for (const char* rel : {"/queue/max_sectors_kb", "/../queue/max_sectors_kb"}) {
+    std::ifstream in(base + rel);
+    uint64_t kb = 0;
+    if (in >> kb && kb > 0) return kb;
+  }
+  return 0;
+}
+
+// STATX_DIOALIGN (Linux 6.1+): the real O_DIRECT alignment, when reported.
+void ApplyDioAlign(int fd, Geometry* g) {
+  struct statx stx;
+  if (statx(fd, "", AT_EMPTY_PATH, STATX_DIOALIGN, &stx) != 0) return;
+  if (!(stx.stx_mask & STATX_DIOALIGN) || stx.stx_dio_offset_align == 0) return;
+  g->mem_align = std::max<uint32_t>(stx.stx_dio_mem_align, 512);
+  if (!g->block_device) g->logical_block = stx.stx_dio_offset_align;
+}
+
+Status BlockGeometry(int fd, const struct stat& st, const std::string& path, Geometry* g) {
+  uint64_t size = 0;
+  int logical = 0;
+  unsigned physical = 0, opt = 0;
+  if (ioctl(fd, BLKGETSIZE64, &size) != 0) return ErrnoError(path + ": BLKGETSIZE64 failed");
+  if (ioctl(fd, BLKSSZGET, &logical) != 0) return ErrnoError(path + ": BLKSSZGET failed");
+  if (ioctl(fd, BLKPBSZGET, &physical) != 0) physical = static_cast<unsigned>(logical);
+  if (ioctl(fd, BLKIOOPT, &opt) != 0) opt = 0;
+  g->size = size;
+  g->block_device = true;
+  g->logical_block = static_cast<uint32_t>(logical);
+  g->physical_block = std::max<uint32_t>(physical, g->logical_block);
+  g->offset_align = std::max<uint32_t>(g->physical_block, 4096);
+  g->optimal_io = opt;
+  if (uint64_t kb = MaxSectorsKb(st.st_rdev)) g->max_request = kb * 1024;
+  g->mem_align = 4096;
+  return Status::Ok();
+}
+
+void FileGeometry(const struct stat& st, Geometry* g) {
+  g->size = static_cast<uint64_t>(st.st_size);
+  g->block_device = false;
+  g->logical_block = 4096;
+  g->physical_block = 4096;
+  g->offset_align = 4096;
+  g->mem_align = 4096;
+  g->max_request = 1 << 20;
+}
+
+Result<UniqueFd> OpenFd(const std::string& path, int flags, bool* direct) {
+  int fd = open(path.c_str(), flags | O_DIRECT | O_CLOEXEC, 0644);
+  if (fd < 0 && errno == EINVAL) {  // filesystem without O_DIRECT (tmpfs < 6.6)
+    fd = open(path.c_str(), flags | O_CLOEXEC, 0644);
+    *direct = false;
+  }
+  if (fd < 0 && errno == EBUSY)
+    return Busy(path + ": device is in use (mounted or opened exclusively); --force overrides");
+  if (fd < 0) return ErrnoError("cannot open " + path);
+  return UniqueFd(fd);
+}
+
+}  // namespace
+
+Result<Backend> ParseBackend(std::string_view name) {
+  if (name == "auto") return Backend::kAuto;
+  if (name == "io_uring" || name == "uring") return Backend::kUring;
+  if (name == "threads") return Backend::kThreads;
+  if (name == "sync") return Backend::kSync;
+  return InvalidArgument(fmt::format("unknown I/O backend '{}' (auto, io_uring, threads, sync)", name));
+}
+
+Result<std::unique_ptr<Target>> Target::Open(const std::string& path, const TargetOptions& options) {
+  struct stat st;
+  bool exists = stat(path.c_str(), &st) == 0;
+  if (!exists && errno != ENOENT) return ErrnoError("cannot stat " + path);
+  if (!exists && (path.rfind("/dev/", 0) == 0 || !options.create))
+    return NotFound(path + ": no such file or device");
+  if (exists && !S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode))
+    return InvalidArgument(path + ": not a regular file or block device");
+  bool blk = exists && S_ISBLK(st.st_mode);
+
+  int flags = options.read_only ? O_RDONLY : O_RDWR;
+  if (blk && !options.force && !options.read_only) flags |= O_EXCL;
+  if (!blk && !exists) flags |= O_CREAT;
+  auto t = std::unique_ptr<Target>(new Target());
+  t->path_ = path;
+  FP_ASSIGN_OR_RETURN(t->fd_, OpenFd(path, flags, &t->geometry_.direct));
+  if (fstat(t->fd_.get(), &st) != 0) return ErrnoError("cannot stat " + path);
+  if (!blk && options.truncate_to > 0 && !options.read_only) {
+    // Drop the old content first: a fresh file reads back zeros everywhere,
+    // which lets the writer leave zero ranges as holes.
+    if (ftruncate(t->fd_.get(), 0) != 0 ||
+        ftruncate(t->fd_.get(), static_cast<off_t>(options.truncate_to)) != 0)
+      return ErrnoError(fmt::format("{}: cannot set size to {}", path, options.truncate_to));
+    t->fresh_ = true;
+    st.st_size = static_cast<off_t>(options.truncate_to);
+  }
+  Geometry& g = t->geometry_;
+  if (blk) {
+    FP_RETURN_IF_ERROR(BlockGeometry(t->fd_.get(), st, path, &g));
+  } else {
+    FileGeometry(st, &g);
+  }
+  ApplyDioAlign(t->fd_.get(), &g);
+  if (options.window_offset > g.size || options.window_size > g.size - options.window_offset)
+    return NoSpace(fmt::format("{}: window 0x{:x}+{} lies beyond the end (size {})", path,
+                               options.window_offset, options.window_size, g.size));
+  t->window_offset_ = options.window_offset;
+  t->window_size_ = options.window_size ? options.window_size : g.size - options.window_offset;
+  return t;
+}
+
+std::unique_ptr<Target> Target::FromFd(UniqueFd fd, std::string name, Geometry geometry,
+                                       uint64_t window_offset, uint64_t window_size) {
+  auto t = std::unique_ptr<Target>(new Target());
+  t->path_ = std::move(name);
+  t->fd_ = std::move(fd);
+  t->geometry_ = geometry;
+  t->window_offset_ = window_offset;
+  t->window_size_ = window_size ? window_size
+                    : geometry.size > window_offset ? geometry.size - window_offset : 0;
+  return t;
+}
+
+Status Target::CheckRange(uint64_t offset, uint64_t length) const {
+  if (offset > window_size_ || length > window_size_ - offset)
+    return NoSpace(fmt::format("{}: range 0x{:x}+{} is outside the target (size {})", path_,
+                               offset, length, window_size_));
+  return Status::Ok();
+}
+
+Result<std::unique_ptr<IoQueue>> Target::MakeQueue(Backend backend, unsigned depth) const {
+  if (depth == 0) depth = 4;
+  bool auto_backend = backend == Backend::kAuto;
+  if (auto_backend) backend = ProbeUring().ok() ? Backend::kUring : Backend::kThreads;
+  switch (backend) {
+    case Backend::kUring: {
+      auto q = MakeUringQueue(fd_.get(), depth);
+      if (q.ok() || !auto_backend) return q;
+      return MakeThreadQueue(fd_.get(), depth);  // probe passed, ring setup did not
+    }
+    case Backend::kThreads: return MakeThreadQueue(fd_.get(), depth);
+    case Backend::kSync: return MakeSyncQueue(fd_.get(), depth);
+    case Backend::kAuto: break;
+  }
+  return Internal("unreachable backend");
+}
+
+}  // namespace flashpipe::io

@@ -1,0 +1,258 @@
+// ImageWriter, device side: issuing ops in order, completions, buffers,
+// read-modify-write of partial blocks and the held-back first block.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "io/writer_impl.h"
+
+namespace flashpipe::io {
+
+uint8_t* ImageWriter::Impl::BufData(DevState& d, BufRef ref) {
+  switch (ref.kind) {
+    case BufRef::kPool: return pool[ref.index].data();
+    case BufRef::kPattern: return patterns[ref.index].mem.data();
+    case BufRef::kScratch: return d.scratch[ref.index].data();
+    case BufRef::kNone: break;
+  }
+  return nullptr;
+}
+
+int ImageWriter::Impl::BufIndex(DevState& d, BufRef ref) const {
+  switch (ref.kind) {
+    case BufRef::kPool: return ref.index;
+    case BufRef::kPattern: return pattern_base + ref.index;
+    case BufRef::kScratch: return d.scratch_base + ref.index;
+    case BufRef::kNone: break;
+  }
+  return -1;
+}
+
+void ImageWriter::Impl::Release(BufRef ref, DevState& d) {
+  switch (ref.kind) {
+    case BufRef::kPool: --pool_refs[ref.index]; break;
+    case BufRef::kPattern: --patterns[ref.index].refs; break;
+    case BufRef::kScratch: d.scratch_busy[ref.index] = false; break;
+    case BufRef::kNone: break;
+  }
+}
+
+// Submits one op on one device after every earlier op that overlaps it has
+// completed: the queue completes in any order, and two writes to one range in
+// flight at once would leave either on the medium.
+Status ImageWriter::Impl::Issue(DevState& d, OpKind kind, uint64_t begin, uint64_t length,
+                                uint8_t* buf, BufRef ref) {
+  if (!failed.ok()) return failed;
+  if (kind == OpKind::kWrite) d.written_end = std::max(d.written_end, begin + length);
+  if (hold_len > 0 && begin < hold_len && kind != OpKind::kRead) {
+    uint64_t cut = std::min(begin + length, hold_len);
+    FP_RETURN_IF_ERROR(LoadHold(d));
+    ApplyToHold(d, kind, begin, cut - begin, buf);
+    if (buf != nullptr) buf += cut - begin;
+    length -= cut - begin;
+    begin = cut;
+    if (length == 0) {
+      if (ref.kind == BufRef::kScratch) Release(ref, d);
+      return Status::Ok();
+    }
+  }
+  if (begin > d.limit || length > d.limit - begin) {
+    failed = NoSpace(fmt::format("{}: request at image offset 0x{:x}+{} is outside the window (size {})",
+                                 d.dev.name, begin, length, d.dev.window_size));
+    return failed;
+  }
+  IoQueue* q = d.dev.queue;
+  while (q->in_flight() >= q->depth()) FP_RETURN_IF_ERROR(WaitDevice(d));
+  auto overlaps = [&] {
+    return std::any_of(d.inflight.begin(), d.inflight.end(), [&](const InflightOp& o) {
+      return o.begin < begin + length && begin < o.end;
+    });
+  };
+  while (overlaps()) FP_RETURN_IF_ERROR(WaitDevice(d));
+  IoOp op{kind, d.dev.window_offset + begin, length, buf, BufIndex(d, ref), next_tag++};
+  last_tag = op.tag;
+  if (Status s = q->Submit(op); !s.ok()) {
+    failed = s.WithContext(fmt::format("{}: image offset 0x{:x}", d.dev.name, begin));
+    return failed;
+  }
+  d.inflight.push_back({op.tag, begin, begin + length, kind, ref});
+  if (ref.kind == BufRef::kPool) ++pool_refs[ref.index];
+  if (ref.kind == BufRef::kPattern) ++patterns[ref.index].refs;
+  if (begin + length > d.dev.window_size) d.extended = true;
+  if (&d == &devs[0] && kind != OpKind::kRead) {
+    ++stats.requests;
+    if (kind == OpKind::kWrite) stats.bytes_written += length;
+  }
+  return Status::Ok();
+}
+
+// Takes one completion from d's queue; the first failure sticks.
+Status ImageWriter::Impl::WaitDevice(DevState& d) {
+  auto c = d.dev.queue->Wait();
+  if (!c.ok()) {
+    d.inflight.clear();  // the queue is broken: nothing more will complete
+    if (failed.ok()) failed = c.status().WithContext(d.dev.name);
+    return failed;
+  }
+  auto it = std::find_if(d.inflight.begin(), d.inflight.end(),
+                         [&](const InflightOp& o) { return o.tag == c->tag; });
+  if (it == d.inflight.end()) {
+    if (failed.ok()) failed = Internal(fmt::format("{}: completion for unknown tag {}", d.dev.name, c->tag));
+    return failed;
+  }
+  if (!c->status.ok() && failed.ok())
+    failed = c->status.WithContext(fmt::format("{}: image offset 0x{:x}", d.dev.name, it->begin));
+  Release(it->buf, d);
+  d.inflight.erase(it);
+  return failed;
+}
+
+// Waits on the device whose oldest op is the oldest overall.
+Status ImageWriter::Impl::WaitAny() {
+  DevState* oldest = nullptr;
+  for (auto& d : devs)
+    if (!d.inflight.empty() && (!oldest || d.inflight.front().tag < oldest->inflight.front().tag))
+      oldest = &d;
+  if (oldest == nullptr) return Internal("writer: waiting with nothing in flight");
+  return WaitDevice(*oldest);
+}
+
+void ImageWriter::Impl::DrainAll() {
+  for (auto& d : devs)
+    while (!d.inflight.empty()) (void)WaitDevice(d);
+}
+
+Status ImageWriter::Impl::WaitTag(DevState& d, uint64_t tag) {
+  auto pending = [&] {
+    return std::any_of(d.inflight.begin(), d.inflight.end(), [&](const InflightOp& o) { return o.tag == tag; });
+  };
+  while (pending()) FP_RETURN_IF_ERROR(WaitDevice(d));
+  return failed;
+}
+
+Result<int> ImageWriter::Impl::AcquirePool() {
+  for (;;) {
+    for (size_t i = 0; i < pool.size(); ++i) {
+      if (pool_refs[i] == 0 && static_cast<int>(i) != cur) {
+        pool_refs[i] = 1;  // the builder's reference
+        return static_cast<int>(i);
+      }
+    }
+    FP_RETURN_IF_ERROR(WaitAny());
+  }
+}
+
+// A buffer of request_size bytes of `pattern`, filled once and shared by every
+// request of every fill with that pattern.
+Result<int> ImageWriter::Impl::AcquirePattern(uint32_t pattern) {
+  for (;;) {
+    for (int i = 0; i < 2; ++i)
+      if (patterns[i].valid && patterns[i].pattern == pattern) return i;
+    for (int i = 0; i < 2; ++i) {
+      PatternBuf& p = patterns[i];
+      if (p.refs > 0) continue;
+      uint8_t bytes[4];
+      std::memcpy(bytes, &pattern, 4);  // little-endian hosts only (x86, arm64)
+      for (size_t k = 0; k < p.mem.size(); k += 4) std::memcpy(p.mem.data() + k, bytes, 4);
+      p.pattern = pattern;
+      p.valid = true;
+      return i;
+    }
+    FP_RETURN_IF_ERROR(WaitAny());
+  }
+}
+
+Result<int> ImageWriter::Impl::AcquireScratch(DevState& d) {
+  for (;;) {
+    for (size_t i = 0; i < d.scratch.size(); ++i) {
+      if (!d.scratch_busy[i]) {
+        d.scratch_busy[i] = true;
+        return static_cast<int>(i);
+      }
+    }
+    FP_RETURN_IF_ERROR(WaitDevice(d));
+  }
+}
+
+// The current content of one block, through the same O_DIRECT queue (after
+// any write to it in flight), from the held-back copy, or zeros when the
+// device is known to read back zeros there.
+Status ImageWriter::Impl::ReadBlock(DevState& d, uint64_t begin, uint8_t* dst, int scratch) {
+  if (hold_len > 0 && begin < hold_len) {
+    FP_RETURN_IF_ERROR(LoadHold(d));
+    std::memcpy(dst, d.hold.data() + begin, align);
+    return Status::Ok();
+  }
+  if (d.dev.reads_zero && d.written_end <= begin) {
+    std::memset(dst, 0, align);
+    return Status::Ok();
+  }
+  FP_RETURN_IF_ERROR(Issue(d, OpKind::kRead, begin, align, dst, {BufRef::kNone, -1}));
+  (void)scratch;
+  return WaitTag(d, last_tag);
+}
+
+// Writes [lo, hi) of `block` (lo..hi inside one block) keeping the rest of the
+// block as it is on each device.
+Status ImageWriter::Impl::ReadModifyWrite(uint64_t block, uint64_t lo, uint64_t hi, const uint8_t* src) {
+  for (auto& d : devs) {
+    FP_ASSIGN_OR_RETURN(int s, AcquireScratch(d));
+    uint8_t* buf = d.scratch[s].data();
+    if (Status st = ReadBlock(d, block, buf, s); !st.ok()) {
+      d.scratch_busy[s] = false;
+      return st;
+    }
+    std::memcpy(buf + (lo - block), src, hi - lo);
+    if (options.verify) d.digests.PutBlocks(block, d.digests.BlockCrcs({buf, align}));
+    FP_RETURN_IF_ERROR(Issue(d, OpKind::kWrite, block, align, buf, {BufRef::kScratch, s}));
+  }
+  return Status::Ok();
+}
+
+Status ImageWriter::Impl::LoadHold(DevState& d) {
+  if (d.hold_loaded) return Status::Ok();
+  d.hold_loaded = true;
+  if (d.dev.reads_zero) return Status::Ok();  // AlignedBuffer starts zeroed
+  uint64_t keep = hold_len;
+  hold_len = 0;  // the read below must reach the device
+  Status s = Issue(d, OpKind::kRead, 0, keep, d.hold.data(), {BufRef::kNone, -1});
+  if (s.ok()) s = WaitTag(d, last_tag);
+  hold_len = keep;
+  return s;
+}
+
+void ImageWriter::Impl::ApplyToHold(DevState& d, OpKind kind, uint64_t begin, uint64_t length,
+                                    const uint8_t* buf) {
+  if (kind == OpKind::kDiscard) return;  // undefined content: keeping the old is fine
+  if (kind == OpKind::kWrite) std::memcpy(d.hold.data() + begin, buf, length);
+  else std::memset(d.hold.data() + begin, 0, length);
+  d.hold_touched = std::max(d.hold_touched, begin + length);
+}
+
+// first_block_last: everything else is written and synced; now the first MiB.
+Status ImageWriter::Impl::WriteHolds() {
+  uint64_t keep = hold_len;
+  hold_len = 0;
+  for (auto& d : devs) {
+    if (d.hold_touched == 0) continue;
+    uint64_t len = std::min((d.hold_touched + align - 1) / align * align, keep);
+    if (options.verify) d.digests.PutBlocks(0, d.digests.BlockCrcs({d.hold.data(), len}));
+    FP_RETURN_IF_ERROR(Issue(d, OpKind::kWrite, 0, len, d.hold.data(), {BufRef::kNone, -1}));
+  }
+  DrainAll();
+  return failed;
+}
+
+// A regular file whose last block was written whole gets its size back.
+Status ImageWriter::Impl::TrimFiles() {
+  for (auto& d : devs) {
+    if (!d.extended || d.dev.file_fd < 0) continue;
+    if (ftruncate(d.dev.file_fd, static_cast<off_t>(d.dev.geometry.size)) != 0 && failed.ok())
+      failed = ErrnoError(fmt::format("{}: cannot trim the file back to {} bytes", d.dev.name, d.dev.geometry.size));
+    d.extended = false;
+  }
+  return failed;
+}
+
+}  // namespace flashpipe::io
