@@ -1,0 +1,248 @@
+#include "input/image_source.h"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include "input/sources.h"
+#include "testing/image_recorder.h"
+#include "testing/sparse_builder.h"
+
+namespace flashpipe::input {
+namespace {
+
+using testing::ImageRecorder;
+using testing::SparseBuilder;
+
+class ImageSourceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/fp_input_test.XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::string Write(const std::string& name, std::span<const uint8_t> bytes) {
+    std::string path = dir_ + "/" + name;
+    std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+    return path;
+  }
+  Result<ImageRecorder> Expand(const std::string& spec, SourceOptions o = {}) {
+    FP_ASSIGN_OR_RETURN(auto src, OpenImage(spec, o));
+    kind_ = src->kind();
+    known_ = src->known_size();
+    ImageRecorder rec;
+    FP_RETURN_IF_ERROR(src->Run(&rec));
+    size_ = src->image_size();
+    return rec;
+  }
+  std::string dir_;
+  std::string kind_;
+  std::optional<uint64_t> known_;
+  uint64_t size_ = 0;
+};
+
+std::vector<uint8_t> Random(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<uint8_t> v(n);
+  for (auto& b : v) b = static_cast<uint8_t>(rng());
+  return v;
+}
+
+SparseBuilder Sample() {
+  SparseBuilder b(4096);
+  b.RawBlocks(3, 1).Fill(2, 0xAABBCCDD).DontCare(2).Fill(1, 0).RawBlocks(1, 2);
+  return b;
+}
+
+TEST_F(ImageSourceTest, SparseFileRawPayloadGoesZeroCopy) {
+  SparseBuilder b = Sample();
+  auto r = Expand(Write("a.simg", b.Build()));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(kind_, "sparse");
+  EXPECT_EQ(known_, b.expanded().size());
+  EXPECT_EQ(r->image, b.expanded());
+  EXPECT_EQ(r->fd_raws, 2u);  // both RAW chunks, none through OnRaw copies... 
+  EXPECT_EQ(r->skips, 1u);
+}
+
+TEST_F(ImageSourceTest, SparseFileWithLargerHeadersAndCrc) {
+  SparseBuilder b(4096);
+  b.header().file_hdr_sz = 32;
+  b.header().chunk_hdr_sz = 16;
+  b.RawBlocks(2, 3).Fill(3, 7).Crc().DontCare(1).RawBlocks(1, 4);
+  auto r = Expand(Write("b.simg", b.Build()));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->image, b.expanded());
+}
+
+TEST_F(ImageSourceTest, SparseFileTruncatedInsideRawIsAnError) {
+  auto bytes = Sample().Build();
+  bytes.resize(28 + 12 + 5000);
+  auto r = Expand(Write("t.simg", bytes));
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("t.simg"), std::string::npos) << r.status().ToString();
+}
+
+TEST_F(ImageSourceTest, SparseFileWithBadCrcIsAnErrorUnlessUnchecked) {
+  SparseBuilder b(4096);
+  b.RawBlocks(2, 3).CrcValue(0x12345678);
+  std::string path = Write("c.simg", b.Build());
+  EXPECT_EQ(Expand(path).status().code(), Code::kCorrupt);
+  SourceOptions o;
+  o.decoder.check_crc = false;
+  EXPECT_TRUE(Expand(path, o).ok());
+}
+
+TEST_F(ImageSourceTest, RawFileHolesBecomeZeroFill) {
+  auto data = Random(8192, 5);
+  std::string path = dir_ + "/r.img";
+  {
+    UniqueFd fd(open(path.c_str(), O_CREAT | O_WRONLY, 0644));
+    ASSERT_EQ(pwrite(fd.get(), data.data(), 4096, 0), 4096);
+    ASSERT_EQ(pwrite(fd.get(), data.data() + 4096, 4096, 1 << 20), 4096);
+    ASSERT_EQ(ftruncate(fd.get(), (1 << 20) + 4096 + 1001), 0);  // hole tail of odd length
+  }
+  auto r = Expand(path);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(kind_, "raw");
+  std::vector<uint8_t> want((1 << 20) + 4096 + 1001, 0);
+  std::copy(data.begin(), data.begin() + 4096, want.begin());
+  std::copy(data.begin() + 4096, data.end(), want.begin() + (1 << 20));
+  EXPECT_EQ(r->image, want);
+  EXPECT_GE(r->zero_fills, 1u);
+}
+
+TEST_F(ImageSourceTest, TinyRawFile) {
+  std::vector<uint8_t> three = {1, 2, 3};
+  auto r = Expand(Write("tiny", three));
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->image, three);
+}
+
+TEST_F(ImageSourceTest, PartsAreOverlaidInOrder) {
+  SparseBuilder a(4096), b(4096);
+  a.RawBlocks(2, 1).DontCare(2);
+  b.DontCare(1).RawBlocks(2, 2).DontCare(1);
+  std::string spec = Write("p1.simg", a.Build()) + "," + Write("p2.simg", b.Build());
+  auto r = Expand(spec);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(kind_, "parts(2)+sparse");
+  auto want = a.expanded();
+  std::copy(b.expanded().begin() + 4096, b.expanded().begin() + 3 * 4096, want.begin() + 4096);
+  EXPECT_EQ(r->image, want);
+  EXPECT_EQ(r->headers, 2u);
+}
+
+TEST_F(ImageSourceTest, RawPartIsRefused) {
+  std::string spec = Write("p1.simg", Sample().Build()) + "," + Write("p2.img", Random(4096, 1));
+  auto r = Expand(spec);
+  EXPECT_EQ(r.status().code(), Code::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("p2.img"), std::string::npos) << r.status().ToString();
+}
+
+std::vector<uint8_t> Gzip(std::span<const uint8_t> in) {
+  uLongf n = compressBound(in.size()) + 64;
+  std::vector<uint8_t> out(n);
+  z_stream z{};
+  deflateInit2(&z, 1, Z_DEFLATED, 31, 8, Z_DEFAULT_STRATEGY);
+  z.next_in = const_cast<Bytef*>(in.data());
+  z.avail_in = static_cast<uInt>(in.size());
+  z.next_out = out.data();
+  z.avail_out = static_cast<uInt>(out.size());
+  deflate(&z, Z_FINISH);
+  out.resize(z.total_out);
+  deflateEnd(&z);
+  return out;
+}
+
+TEST_F(ImageSourceTest, GzipOfSparseIsDetectedByMagicNotName) {
+  SparseBuilder b = Sample();
+  auto r = Expand(Write("image.raw", Gzip(b.Build())));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(kind_, "gzip+sparse");
+  EXPECT_EQ(r->image, b.expanded());
+}
+
+TEST_F(ImageSourceTest, GzipOfRawFindsZeroRuns) {
+  std::vector<uint8_t> img = Random(3 << 20, 9);
+  std::fill(img.begin() + (1 << 20), img.begin() + (2 << 20) + 123, 0);
+  auto r = Expand(Write("image.simg", Gzip(img)));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(kind_, "gzip+raw");
+  EXPECT_EQ(r->image, img);
+  EXPECT_GE(r->zero_fills, 1u);
+  EXPECT_EQ(size_, img.size());
+}
+
+TEST_F(ImageSourceTest, FifoStreamOfSparse) {
+  SparseBuilder b = Sample();
+  auto bytes = b.Build();
+  std::string path = dir_ + "/fifo";
+  ASSERT_EQ(mkfifo(path.c_str(), 0600), 0);
+  std::thread writer([&] {
+    int fd = open(path.c_str(), O_WRONLY);
+    for (size_t i = 0; i < bytes.size(); i += 1000) {
+      size_t n = std::min<size_t>(1000, bytes.size() - i);
+      if (write(fd, bytes.data() + i, n) != static_cast<ssize_t>(n)) break;
+    }
+    close(fd);
+  });
+  auto r = Expand(path);
+  writer.join();
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(kind_, "sparse");
+  EXPECT_EQ(r->image, b.expanded());
+}
+
+TEST_F(ImageSourceTest, FifoWriterDyingMidSparseIsAnError) {
+  auto bytes = Sample().Build();
+  std::string path = dir_ + "/fifo";
+  ASSERT_EQ(mkfifo(path.c_str(), 0600), 0);
+  std::thread writer([&] {
+    int fd = open(path.c_str(), O_WRONLY);
+    if (write(fd, bytes.data(), 6000) != 6000) {}
+    close(fd);
+  });
+  auto r = Expand(path);
+  writer.join();
+  EXPECT_FALSE(r.ok());
+}
+
+TEST_F(ImageSourceTest, MissingImage) {
+  auto r = Expand(dir_ + "/nope.img");
+  EXPECT_EQ(r.status().code(), Code::kIoError);
+  EXPECT_NE(r.status().message().find("nope.img"), std::string::npos);
+}
+
+TEST(ZeroRunTest, OnlyAlignedLongRunsBecomeFill) {
+  std::vector<uint8_t> d(10 * 4096, 1);
+  std::fill(d.begin() + 4096 + 1, d.begin() + 2 * 4096, 0);      // partial block: raw
+  std::fill(d.begin() + 3 * 4096, d.begin() + 8 * 4096, 0);      // 5 blocks
+  ImageRecorder rec;
+  ASSERT_TRUE(EmitRawDetectingZeros(&rec, 0, d, 4 * 4096).ok());
+  EXPECT_EQ(rec.image, d);
+  EXPECT_EQ(rec.zero_fills, 1u);
+  EXPECT_EQ(rec.raws, 2u);
+  ImageRecorder strict;
+  ASSERT_TRUE(EmitRawDetectingZeros(&strict, 0, d, 6 * 4096).ok());  // run too short
+  EXPECT_EQ(strict.zero_fills, 0u);
+}
+
+TEST(ZeroRunTest, UnalignedOffsetShiftsBlocks) {
+  std::vector<uint8_t> d(6 * 4096, 0);
+  ImageRecorder rec;
+  ASSERT_TRUE(EmitRawDetectingZeros(&rec, 100, d, 4096).ok());
+  ASSERT_EQ(rec.image.size(), 100 + d.size());
+  EXPECT_EQ(rec.zero_fills, 1u);
+  EXPECT_EQ(rec.raws, 2u);  // head up to 4096 and tail past the last full block
+}
+
+}  // namespace
+}  // namespace flashpipe::input

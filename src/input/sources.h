@@ -1,0 +1,31 @@
+// The ImageSource implementations behind OpenImage (image_source.h), exposed
+// for OpenImage and the tests. Each takes what OpenImage already found out.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/unique_fd.h"
+#include "input/bmap.h"
+#include "input/byte_reader.h"
+#include "input/image_source.h"
+
+namespace flashpipe::input {
+
+// A seekable sparse file of `file_size` bytes.
+std::unique_ptr<ImageSource> MakeSparseFileSource(UniqueFd fd, std::string name, uint64_t file_size,
+                                                  sparse::DecoderOptions options);
+// A seekable raw file (or block device) of `size` bytes.
+std::unique_ptr<ImageSource> MakeRawFileSource(UniqueFd fd, std::string name, uint64_t size);
+// A sequential stream of sparse or raw content. `kind_prefix` is prepended
+// to the kind ("gzip+").
+std::unique_ptr<ImageSource> MakeStreamSource(std::unique_ptr<PeekReader> reader, std::string kind_prefix,
+                                              bool sparse, const SourceOptions& options);
+// A raw stream (any reader) written through a bmap.
+std::unique_ptr<ImageSource> MakeBmapSource(std::unique_ptr<ByteReader> reader, Bmap bmap,
+                                            std::string kind_prefix);
+// Sparse parts applied in order.
+std::unique_ptr<ImageSource> MakePartsSource(std::vector<std::unique_ptr<ImageSource>> parts);
+
+}  // namespace flashpipe::input
