@@ -94,7 +94,10 @@ Result<std::unique_ptr<Target>> Target::Open(const std::string& path, const Targ
   struct stat st;
   bool exists = stat(path.c_str(), &st) == 0;
   if (!exists && errno != ENOENT) return ErrnoError("cannot stat " + path);
-  if (!exists && (path.rfind("/dev/", 0) == 0 || !options.create))
+  // A missing node under /dev is a device that is not there (unplugged card,
+  // typo), never a file to create on the devtmpfs; /dev/shm is ordinary tmpfs.
+  bool dev_path = path.rfind("/dev/", 0) == 0 && path.rfind("/dev/shm/", 0) != 0;
+  if (!exists && (dev_path || !options.create))
     return NotFound(path + ": no such file or device");
   if (exists && !S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode))
     return InvalidArgument(path + ": not a regular file or block device");

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Engine vs device ceiling on a loop device with direct I/O, side by side:
+# fio's sequential-write ceiling (io_uring, O_DIRECT, 1 MiB, depth 4), then
+# engine_bench (ImageWriter fed RAW slices, and a plain O_DIRECT pwrite loop),
+# alternating for ROUNDS rounds; prints each figure and the medians.
+#   bench/engine_bench.sh BUILD_DIR [MIB] [ROUNDS] [extra engine_bench args...]
+# Needs root (losetup). Everything lives in a temp dir removed on exit.
+set -euo pipefail
+build=${1:?usage: engine_bench.sh BUILD_DIR [MIB] [ROUNDS] [args...]}
+mib=${2:-1024}
+rounds=${3:-5}
+shift $(( $# < 3 ? $# : 3 ))
+dir=$(mktemp -d)
+loop=""
+cleanup() { [ -n "$loop" ] && losetup -d "$loop" || true; rm -rf "$dir"; }
+trap cleanup EXIT
+fallocate -l $((mib + 64))M "$dir/backing"
+loop=$(losetup --direct-io=on -f --show "$dir/backing")
+echo "target: $loop (losetup --direct-io=on on a preallocated file), $(nproc) CPUs, load: $(cut -d' ' -f1-3 /proc/loadavg)"
+fio_cmd="fio --name=w --filename=$loop --rw=write --direct=1 --ioengine=io_uring --bs=1M --iodepth=4 --size=${mib}M"
+eng_cmd="$build/engine_bench $loop --mib $mib --rounds 1 --request-size 1048576 $*"
+echo "fio:    $fio_cmd"
+echo "engine: $eng_cmd"
+fio_v=(); eng_v=(); pw_v=()
+for r in $(seq "$rounds"); do
+  f=$($fio_cmd --output-format=json | python3 -c 'import json,sys; print(round(json.load(sys.stdin)["jobs"][0]["write"]["bw"]/1024))')
+  out=$($eng_cmd 2>/dev/null)
+  e=$(echo "$out" | awk '/^engine/ {print $4}')
+  p=$(echo "$out" | awk '/^plain/ {print $6}')
+  echo "round $r: fio $f MiB/s, engine $e MiB/s, plain pwrite $p MiB/s"
+  fio_v+=("$f"); eng_v+=("$e"); pw_v+=("$p")
+done
+median() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+fm=$(median "${fio_v[@]}"); em=$(median "${eng_v[@]}"); pm=$(median "${pw_v[@]}")
+echo "median: fio $fm MiB/s, engine $em MiB/s ($(awk "BEGIN {printf \"%.0f\", 100*$em/$fm}")% of fio), plain pwrite $pm MiB/s"
+echo "engine peak memory: $($eng_cmd 2>/dev/null | grep -o 'peak RSS [0-9]* MiB') (includes the bench's own 64 MiB source buffer)"

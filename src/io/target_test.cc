@@ -1,0 +1,130 @@
+// Target on regular files: opening rules, geometry, window bounds.
+#include "io/target.h"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include "io/io_test_util.h"
+
+namespace flashpipe::io {
+namespace {
+
+TEST(TargetTest, CreatesAndSizesFile) {
+  test::TempDir dir;
+  TargetOptions o;
+  o.create = true;
+  o.truncate_to = 3 << 20;
+  auto t = Target::Open(dir.File("new.img"), o);
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  const Geometry& g = (*t)->geometry();
+  EXPECT_EQ(g.size, 3u << 20);
+  EXPECT_FALSE(g.block_device);
+  EXPECT_TRUE(g.direct);  // ext4/xfs temp dirs support O_DIRECT
+  EXPECT_EQ(g.offset_align, 4096u);
+  EXPECT_GE(g.max_request, 1u << 20);
+  EXPECT_TRUE((*t)->fresh());
+  EXPECT_EQ((*t)->window_size(), 3u << 20);
+  EXPECT_TRUE(fcntl((*t)->fd(), F_GETFL) & O_DIRECT);
+}
+
+TEST(TargetTest, TruncateDropsOldContent) {
+  test::TempDir dir;
+  test::WriteAll(dir.File("old.img"), std::vector<uint8_t>(8192, 0x77));
+  TargetOptions o;
+  o.truncate_to = 16384;
+  auto t = Target::Open(dir.File("old.img"), o);
+  ASSERT_TRUE(t.ok());
+  auto data = test::ReadAll(dir.File("old.img"));
+  ASSERT_EQ(data.size(), 16384u);
+  EXPECT_TRUE(std::all_of(data.begin(), data.end(), [](uint8_t b) { return b == 0; }));
+}
+
+TEST(TargetTest, ExistingFileKeepsSizeAndIsNotFresh) {
+  test::TempDir dir;
+  test::WriteAll(dir.File("old.img"), std::vector<uint8_t>(12345, 1));
+  auto t = Target::Open(dir.File("old.img"), {});
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ((*t)->geometry().size, 12345u);
+  EXPECT_FALSE((*t)->fresh());
+}
+
+TEST(TargetTest, MissingFileWithoutCreateIsNotFound) {
+  test::TempDir dir;
+  auto t = Target::Open(dir.File("nope"), {});
+  EXPECT_EQ(t.status().code(), Code::kNotFound);
+}
+
+TEST(TargetTest, MissingDevPathNeverBecomesAFile) {
+  TargetOptions o;
+  o.create = true;
+  o.truncate_to = 4096;
+  auto t = Target::Open("/dev/flashpipe-test-no-such-disk", o);
+  EXPECT_EQ(t.status().code(), Code::kNotFound);
+  EXPECT_NE(t.status().message().find("/dev/flashpipe-test-no-such-disk"), std::string::npos);
+  struct stat st;
+  EXPECT_NE(stat("/dev/flashpipe-test-no-such-disk", &st), 0);
+}
+
+TEST(TargetTest, RefusesDirectoriesAndCharDevices) {
+  test::TempDir dir;
+  EXPECT_EQ(Target::Open(dir.path(), {}).status().code(), Code::kInvalidArgument);
+  EXPECT_EQ(Target::Open("/dev/null", {}).status().code(), Code::kInvalidArgument);
+}
+
+TEST(TargetTest, WindowBounds) {
+  test::TempDir dir;
+  TargetOptions o;
+  o.create = true;
+  o.truncate_to = 1 << 20;
+  o.window_offset = 64 << 10;
+  o.window_size = 128 << 10;
+  auto t = Target::Open(dir.File("w.img"), o);
+  ASSERT_TRUE(t.ok());
+  EXPECT_TRUE((*t)->CheckRange(0, 128 << 10).ok());
+  EXPECT_TRUE((*t)->CheckRange(127 << 10, 1 << 10).ok());
+  Status s = (*t)->CheckRange(127 << 10, 2 << 10);
+  EXPECT_EQ(s.code(), Code::kNoSpace);
+  EXPECT_NE(s.message().find("0x1fc00+2048"), std::string::npos) << s.message();
+  EXPECT_FALSE((*t)->CheckRange(UINT64_MAX - 10, 20).ok());  // no wrap-around
+  EXPECT_FALSE((*t)->CheckRange(200 << 10, 0).ok());
+
+  o.window_offset = 1 << 20;
+  o.window_size = 1;
+  EXPECT_EQ(Target::Open(dir.File("w.img"), o).status().code(), Code::kNoSpace);
+}
+
+TEST(TargetTest, WindowDefaultsToTheRest) {
+  test::TempDir dir;
+  TargetOptions o;
+  o.create = true;
+  o.truncate_to = 1 << 20;
+  o.window_offset = 4096;
+  auto t = Target::Open(dir.File("w.img"), o);
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ((*t)->window_size(), (1u << 20) - 4096);
+}
+
+TEST(TargetTest, ParseBackend) {
+  EXPECT_EQ(*ParseBackend("auto"), Backend::kAuto);
+  EXPECT_EQ(*ParseBackend("io_uring"), Backend::kUring);
+  EXPECT_EQ(*ParseBackend("threads"), Backend::kThreads);
+  EXPECT_EQ(*ParseBackend("sync"), Backend::kSync);
+  EXPECT_EQ(ParseBackend("aio").status().code(), Code::kInvalidArgument);
+}
+
+TEST(TargetTest, TmpfsFallsBackOrKeepsDirect) {
+  // /dev/shm is tmpfs: O_DIRECT only since Linux 6.6; either way it opens and
+  // geometry tells the truth.
+  std::string path = "/dev/shm/fp_io_target_test_" + std::to_string(getpid());
+  TargetOptions o;
+  o.create = true;
+  o.truncate_to = 8192;
+  auto t = Target::Open(path, o);
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  bool has_direct = fcntl((*t)->fd(), F_GETFL) & O_DIRECT;
+  EXPECT_EQ((*t)->geometry().direct, has_direct);
+  unlink(path.c_str());
+}
+
+}  // namespace
+}  // namespace flashpipe::io
