@@ -1,13 +1,176 @@
-// PLACEHOLDER until the owning part lands: replace this file.
-#include <cstdio>
+// flashpipe serve: a fastboot device daemon. The standard fastboot client
+// flashes partitions of a GPT disk (--storage) or of named files/ranges
+// (--partition) over TCP and/or UDP. See src/fastboot/ for the parts.
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "base/units.h"
+#include "fastboot/device.h"
+#include "fastboot/storage.h"
+#include "fastboot/tcp.h"
+#include "fastboot/udp.h"
 #include "tools/commands.h"
 
 namespace flashpipe::tools {
+namespace {
 
-int RunServe(int, char**) {
-  std::fprintf(stderr, "flashpipe: not built yet\n");
-  return 2;
+using namespace flashpipe::fastboot;
+
+struct ServeOptions {
+  std::string storage;
+  std::vector<std::string> partitions;
+  std::string tcp, udp;
+  std::string max_download = "256M";
+  std::string state;
+  std::vector<std::string> oem;
+  std::string backend = "auto";
+  unsigned idle_timeout_s = 600;
+  DeviceConfig device;
+  WriteOptions write;
+};
+
+// Next to the storage, except for devices: /var/lib/flashpipe/<name>.
+Result<std::string> DefaultStatePath(const std::string& base) {
+  struct stat st{};
+  if (::stat(base.c_str(), &st) == 0 && S_ISREG(st.st_mode)) return base + ".fastboot-state";
+  std::string dir = "/var/lib/flashpipe";
+  if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) return ErrnoError("mkdir " + dir);
+  return dir + "/" + base.substr(base.rfind('/') + 1) + ".fastboot-state";
+}
+
+Result<std::unique_ptr<Storage>> OpenStorage(const ServeOptions& o) {
+  if (!o.storage.empty() && !o.partitions.empty()) {
+    return InvalidArgument("use either --storage or --partition, not both");
+  }
+  if (!o.storage.empty()) {
+    std::vector<std::string> warnings;
+    auto s = Storage::OpenGpt(o.storage, o.write, &warnings);
+    for (const auto& w : warnings) std::fprintf(stderr, "serve: warning: %s\n", w.c_str());
+    return s;
+  }
+  if (o.partitions.empty()) return InvalidArgument("no storage: give --storage DISK or --partition NAME=PATH");
+  std::vector<PartitionSpec> specs;
+  for (const auto& text : o.partitions) {
+    FP_ASSIGN_OR_RETURN(PartitionSpec spec, ParsePartitionSpec(text));
+    specs.push_back(std::move(spec));
+  }
+  return Storage::OpenSpecs(specs, o.write);
+}
+
+Status ParseConfig(ServeOptions* o) {
+  FP_ASSIGN_OR_RETURN(uint64_t mds, ParseSize(o->max_download));
+  if (mds < 4096 || mds > 0xFFFFF000u) {
+    return InvalidArgument(fmt::format("--max-download-size {} outside [4096, 0xfffff000]", mds));
+  }
+  o->device.max_download_size = static_cast<uint32_t>(mds);
+  FP_ASSIGN_OR_RETURN(o->write.backend, io::ParseBackend(o->backend));
+  for (const auto& text : o->oem) {
+    size_t eq = text.find('=');
+    if (eq == std::string::npos || eq == 0) return InvalidArgument(fmt::format("--oem '{}': expected NAME=COMMAND", text));
+    o->device.oem.emplace_back(text.substr(0, eq), text.substr(eq + 1));
+  }
+  if (o->tcp.empty() && o->udp.empty()) o->tcp = "127.0.0.1:5554";
+  return Status::Ok();
+}
+
+void PrintPartitions(Storage& storage) {
+  for (const auto& p : storage.partitions()) {
+    std::fprintf(stderr, "serve: partition %-20s offset 0x%010llx size %s\n", p.name.c_str(),
+                 static_cast<unsigned long long>(p.offset), FormatBytes(p.size).c_str());
+  }
+}
+
+Status Serve(ServeOptions o) {
+  FP_RETURN_IF_ERROR(ParseConfig(&o));
+  FP_ASSIGN_OR_RETURN(auto storage, OpenStorage(o));
+  std::string state_path = o.state;
+  if (state_path.empty()) {
+    FP_ASSIGN_OR_RETURN(state_path, DefaultStatePath(o.storage.empty() ? ParsePartitionSpec(o.partitions[0])->path : o.storage));
+  }
+  FP_ASSIGN_OR_RETURN(PersistentState state, PersistentState::Load(state_path));
+  PrintPartitions(*storage);
+  auto device = std::make_unique<FastbootDevice>(o.device, std::move(storage), std::move(state));
+
+  // Signals are taken by one thread with sigwait; every other thread blocks them.
+  sigset_t sigs;
+  sigemptyset(&sigs);
+  sigaddset(&sigs, SIGINT);
+  sigaddset(&sigs, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
+  ::signal(SIGPIPE, SIG_IGN);
+
+  std::unique_ptr<TcpServer> tcp;
+  std::unique_ptr<UdpServer> udp;
+  if (!o.tcp.empty()) {
+    FP_ASSIGN_OR_RETURN(tcp, TcpServer::Listen(o.tcp, device.get(), std::chrono::seconds(o.idle_timeout_s)));
+    tcp->Start();
+    std::printf("serve: listening on tcp port %u\n", tcp->port());
+  }
+  if (!o.udp.empty()) {
+    FP_ASSIGN_OR_RETURN(udp, UdpServer::Bind(o.udp, device.get()));
+    udp->Start();
+    std::printf("serve: listening on udp port %u\n", udp->port());
+  }
+  std::fflush(stdout);
+  std::thread([&device, sigs] {
+    int sig = 0;
+    sigwait(&sigs, &sig);
+    device->RequestExit();
+  }).detach();
+  device->WaitForExit();
+  Status pending = device->WaitWrites();
+  if (!pending.ok()) std::fprintf(stderr, "serve: %s\n", pending.ToString().c_str());
+  std::fprintf(stderr, "serve: exiting\n");
+  std::fflush(nullptr);
+  // Session threads may still hold the device: leave without destructors.
+  ::_exit(pending.ok() ? 0 : 1);
+}
+
+}  // namespace
+
+int RunServe(int argc, char** argv) {
+  CLI::App app{"fastboot device daemon: the AOSP fastboot client flashes a GPT disk or named partitions "
+               "over TCP and UDP", "serve"};
+  ServeOptions o;
+  app.add_option("--storage", o.storage, "block device or disk image with a GPT");
+  app.add_option("--partition", o.partitions, "NAME=PATH[:OFFSET:SIZE], repeatable (A/B: NAME_a, NAME_b)");
+  app.add_option("--tcp", o.tcp, "listen for TCP clients on ADDR:PORT (default 127.0.0.1:5554)");
+  app.add_option("--udp", o.udp, "listen for UDP clients on ADDR:PORT");
+  app.add_option("--max-download-size", o.max_download, "largest download accepted (default 256M)");
+  app.add_option("--state", o.state, "file keeping slot and lock state (default <storage>.fastboot-state)");
+  app.add_option("--product", o.device.product, "getvar product");
+  app.add_option("--serialno", o.device.serialno, "getvar serialno");
+  app.add_option("--oem", o.oem, "NAME=COMMAND: 'fastboot oem NAME ARGS' runs sh -c COMMAND with ARGS as $1..");
+  app.add_option("--on-reboot", o.device.on_reboot, "shell command run after reboot*/continue ($1 = target)");
+  app.add_option("--on-shutdown", o.device.on_shutdown, "shell command run after shutdown");
+  app.add_flag("--exit-on-shutdown", o.device.exit_on_shutdown, "exit the daemon after shutdown");
+  app.add_flag("--write-behind", o.device.write_behind,
+               "answer flash once validated and queued; write while the next part arrives (2 buffers)");
+  app.add_flag("--no-unlock", [&o](int64_t) { o.device.unlock_allowed = false; }, "refuse 'flashing unlock'");
+  app.add_option("--backend", o.backend, "auto|io_uring|threads|sync");
+  app.add_option("--queue-depth", o.write.queue_depth, "writer queue depth (default 4)");
+  app.add_option("--request-size", o.write.request_size, "writer request size in bytes (default from device)");
+  app.add_option("--bounce-blocks", o.write.bounce_blocks,
+                 "benchmark model: write through a bounce buffer of N 512-byte blocks, one request at a time");
+  app.add_flag("--discard-writes", o.write.discard_writes, "benchmark model: validate images, write nothing");
+  app.add_flag("--force", o.write.force, "open block devices even when in use");
+  app.add_option("--idle-timeout", o.idle_timeout_s, "seconds a TCP client may stay silent (default 600)");
+  app.add_flag("-v,--verbose", o.device.verbose, "log every command");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  return ExitWith("serve", Serve(std::move(o)));
 }
 
 }  // namespace flashpipe::tools

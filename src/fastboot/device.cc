@@ -1,0 +1,134 @@
+#include "fastboot/device.h"
+
+#include "base/units.h"
+
+namespace flashpipe::fastboot {
+
+FastbootDevice::FastbootDevice(DeviceConfig config, std::unique_ptr<Storage> storage, PersistentState state)
+    : config_(std::move(config)), storage_(std::move(storage)), state_(std::move(state)) {
+  for (auto& b : buffers_) b = std::make_unique<DownloadBuffer>(config_.max_download_size);
+  if (config_.write_behind) worker_ = std::thread([this] { WorkerLoop(); });
+}
+
+FastbootDevice::~FastbootDevice() {
+  if (worker_.joinable()) {
+    {
+      std::lock_guard lock(job_mu_);
+      stop_ = true;
+    }
+    job_cv_.notify_all();
+    worker_.join();
+  }
+}
+
+bool FastbootDevice::TryAcquire(const std::string& owner) {
+  std::lock_guard lock(owner_mu_);
+  if (!owner_.empty()) return false;
+  owner_ = owner;
+  return true;
+}
+
+void FastbootDevice::Release() {
+  std::lock_guard lock(owner_mu_);
+  owner_.clear();
+}
+
+std::string FastbootDevice::owner() const {
+  std::lock_guard lock(owner_mu_);
+  return owner_;
+}
+
+void FastbootDevice::RequestExit() {
+  {
+    std::lock_guard lock(owner_mu_);
+    exit_ = true;
+  }
+  exit_cv_.notify_all();
+}
+
+bool FastbootDevice::exit_requested() const {
+  std::lock_guard lock(owner_mu_);
+  return exit_;
+}
+
+void FastbootDevice::WaitForExit() {
+  std::unique_lock lock(owner_mu_);
+  exit_cv_.wait(lock, [this] { return exit_; });
+}
+
+Result<std::span<uint8_t>> FastbootDevice::BeginDownload(uint32_t size) {
+  image_ready_ = false;
+  int busy;
+  {
+    std::lock_guard lock(job_mu_);
+    busy = job_buffer_;
+  }
+  download_buffer_ = busy == 0 ? 1 : 0;
+  FP_ASSIGN_OR_RETURN(image_, buffers_[download_buffer_]->Get(size));
+  check_.Begin(size);
+  return image_;
+}
+
+void FastbootDevice::Arrived(uint64_t received) { check_.Arrived(image_, received); }
+
+void FastbootDevice::EndDownload() {
+  (void)check_.Finish(image_);
+  image_ready_ = true;
+}
+
+void FastbootDevice::AbortDownload() {
+  image_ready_ = false;
+  image_ = {};
+}
+
+Status FastbootDevice::Flash(const Partition& p, const ProgressFn& progress, bool* queued) {
+  *queued = false;
+  if (!image_ready_) return InvalidArgument("no image downloaded");
+  if (!check_.status().ok()) {
+    return check_.status().WithContext(check_.sparse() ? "invalid sparse image" : "invalid image");
+  }
+  if (check_.image_size() > p.size) {
+    return NoSpace(fmt::format("image of {} bytes > partition '{}' of {} bytes", check_.image_size(),
+                               p.name, p.size));
+  }
+  if (!config_.write_behind) return storage_->Write(p, image_, check_.sparse(), progress);
+  FP_RETURN_IF_ERROR(WaitWrites());
+  {
+    std::lock_guard lock(job_mu_);
+    job_ = Job{p, image_, check_.sparse()};
+    job_buffer_ = download_buffer_;
+  }
+  job_cv_.notify_all();
+  *queued = true;
+  return Status::Ok();
+}
+
+Status FastbootDevice::WaitWrites() {
+  std::unique_lock lock(job_mu_);
+  job_cv_.wait(lock, [this] { return !job_.has_value(); });
+  return std::exchange(job_error_, Status::Ok());
+}
+
+Status FastbootDevice::TakeWriteError() {
+  std::lock_guard lock(job_mu_);
+  if (job_.has_value()) return Status::Ok();
+  return std::exchange(job_error_, Status::Ok());
+}
+
+void FastbootDevice::WorkerLoop() {
+  std::unique_lock lock(job_mu_);
+  for (;;) {
+    job_cv_.wait(lock, [this] { return stop_ || job_.has_value(); });
+    if (!job_.has_value()) return;
+    Job job = *job_;
+    lock.unlock();
+    Status st = storage_->Write(job.partition, job.image, job.sparse, nullptr);
+    lock.lock();
+    job_error_ = st.ok() ? st : st.WithContext("write-behind flash");
+    job_.reset();
+    job_buffer_ = -1;
+    job_cv_.notify_all();
+  }
+}
+
+}  // namespace flashpipe::fastboot

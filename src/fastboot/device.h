@@ -1,0 +1,110 @@
+// FastbootDevice: everything a fastboot device is between and across
+// sessions: its configuration, its storage, its persisted state (slot, lock),
+// the download buffers, the image last downloaded, and the write-behind
+// worker. Sessions (session.h) come and go, one at a time (TryAcquire); a
+// write-behind flash may outlive the session that queued it.
+//
+// Flash is synchronous by default. With write_behind, Flash() returns once
+// the write is queued on the worker thread and the next download lands in the
+// other of two buffers; a failure is kept and reported by the next command
+// (TakeWriteError, WaitWrites). Thread-safe where noted; the rest is called
+// by the one session thread holding the device.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "base/status.h"
+#include "fastboot/download.h"
+#include "fastboot/state.h"
+#include "fastboot/storage.h"
+
+namespace flashpipe::fastboot {
+
+struct DeviceConfig {
+  std::string product = "flashpipe";
+  std::string serialno = "flashpipe";
+  uint32_t max_download_size = 256u << 20;
+  // oem NAME -> shell command (run with the remaining words as $1..$n).
+  std::vector<std::pair<std::string, std::string>> oem;
+  std::string on_reboot;    // run after reboot*/continue was answered; $1 = target
+  std::string on_shutdown;  // run after shutdown was answered
+  bool exit_on_shutdown = false;
+  bool write_behind = false;
+  bool unlock_allowed = true;
+  bool verbose = false;
+};
+
+class FastbootDevice {
+ public:
+  FastbootDevice(DeviceConfig config, std::unique_ptr<Storage> storage, PersistentState state);
+  ~FastbootDevice();  // waits for a write-behind flash
+
+  const DeviceConfig& config() const { return config_; }
+  Storage& storage() { return *storage_; }
+  PersistentState& state() { return state_; }
+
+  // One session at a time. Thread-safe.
+  bool TryAcquire(const std::string& owner);
+  void Release();
+  std::string owner() const;
+  // Set by shutdown with exit_on_shutdown. Thread-safe.
+  void RequestExit();
+  bool exit_requested() const;
+  void WaitForExit();
+
+  // Download: Begin gives the buffer to fill; Arrived after each slice;
+  // End when all bytes are in (or Abort when the client went away).
+  Result<std::span<uint8_t>> BeginDownload(uint32_t size);
+  void Arrived(uint64_t received);
+  void EndDownload();
+  void AbortDownload();
+
+  // Validates the last download for `p` and writes it (or queues it).
+  // *queued tells whether the write goes on in the background.
+  Status Flash(const Partition& p, const ProgressFn& progress, bool* queued);
+  // Waits for a write-behind flash; returns its error once. Thread-safe.
+  Status WaitWrites();
+  // The error of a finished write-behind flash, without waiting (once).
+  Status TakeWriteError();
+
+ private:
+  struct Job {
+    Partition partition;
+    std::span<const uint8_t> image;
+    bool sparse = false;
+  };
+  void WorkerLoop();
+
+  DeviceConfig config_;
+  std::unique_ptr<Storage> storage_;
+  PersistentState state_;
+
+  mutable std::mutex owner_mu_;
+  std::string owner_;
+  bool exit_ = false;
+  std::condition_variable exit_cv_;
+
+  std::unique_ptr<DownloadBuffer> buffers_[2];
+  int download_buffer_ = -1;  // holds the last (or current) download
+  bool image_ready_ = false;
+  std::span<uint8_t> image_;
+  ImageCheck check_;
+
+  std::mutex job_mu_;
+  std::condition_variable job_cv_;
+  std::optional<Job> job_;      // queued or running
+  int job_buffer_ = -1;         // buffer the job reads, -1 when none
+  Status job_error_;
+  bool stop_ = false;
+  std::thread worker_;
+};
+
+}  // namespace flashpipe::fastboot

@@ -1,0 +1,116 @@
+#include "fastboot/net.h"
+
+#include <arpa/inet.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstring>
+
+namespace flashpipe::fastboot {
+
+Result<sockaddr_storage> ParseHostPort(std::string_view text, socklen_t* len) {
+  size_t colon = text.rfind(':');
+  if (colon == std::string_view::npos) return InvalidArgument(fmt::format("'{}': expected ADDR:PORT", text));
+  std::string host(text.substr(0, colon));
+  std::string port_text(text.substr(colon + 1));
+  char* end = nullptr;
+  unsigned long port = std::strtoul(port_text.c_str(), &end, 10);
+  if (port_text.empty() || *end != '\0' || port > 65535) {
+    return InvalidArgument(fmt::format("'{}': bad port '{}'", text, port_text));
+  }
+  if (host.empty()) host = "127.0.0.1";
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  sockaddr_storage ss{};
+  auto* v4 = reinterpret_cast<sockaddr_in*>(&ss);
+  auto* v6 = reinterpret_cast<sockaddr_in6*>(&ss);
+  if (inet_pton(AF_INET, host.c_str(), &v4->sin_addr) == 1) {
+    v4->sin_family = AF_INET;
+    v4->sin_port = htons(static_cast<uint16_t>(port));
+    *len = sizeof(sockaddr_in);
+  } else if (inet_pton(AF_INET6, host.c_str(), &v6->sin6_addr) == 1) {
+    v6->sin6_family = AF_INET6;
+    v6->sin6_port = htons(static_cast<uint16_t>(port));
+    *len = sizeof(sockaddr_in6);
+  } else {
+    return InvalidArgument(fmt::format("'{}': '{}' is not a numeric address", text, host));
+  }
+  return ss;
+}
+
+std::string FormatAddress(const sockaddr_storage& addr) {
+  char buf[INET6_ADDRSTRLEN] = "?";
+  if (addr.ss_family == AF_INET) {
+    const auto* v4 = reinterpret_cast<const sockaddr_in*>(&addr);
+    inet_ntop(AF_INET, &v4->sin_addr, buf, sizeof buf);
+    return fmt::format("{}:{}", buf, ntohs(v4->sin_port));
+  }
+  const auto* v6 = reinterpret_cast<const sockaddr_in6*>(&addr);
+  inet_ntop(AF_INET6, &v6->sin6_addr, buf, sizeof buf);
+  return fmt::format("[{}]:{}", buf, ntohs(v6->sin6_port));
+}
+
+Result<UniqueFd> BindSocket(std::string_view host_port, int type) {
+  socklen_t len = 0;
+  FP_ASSIGN_OR_RETURN(sockaddr_storage addr, ParseHostPort(host_port, &len));
+  UniqueFd fd(::socket(addr.ss_family, type | SOCK_CLOEXEC, 0));
+  if (!fd.valid()) return ErrnoError("socket");
+  int one = 1;
+  ::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  if (::bind(fd.get(), reinterpret_cast<sockaddr*>(&addr), len) != 0) {
+    return ErrnoError(fmt::format("bind {}", host_port));
+  }
+  if (type == SOCK_STREAM && ::listen(fd.get(), 8) != 0) return ErrnoError(fmt::format("listen {}", host_port));
+  return fd;
+}
+
+uint16_t LocalPort(int fd) {
+  sockaddr_storage ss{};
+  socklen_t len = sizeof ss;
+  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len) != 0) return 0;
+  if (ss.ss_family == AF_INET) return ntohs(reinterpret_cast<sockaddr_in*>(&ss)->sin_port);
+  return ntohs(reinterpret_cast<sockaddr_in6*>(&ss)->sin6_port);
+}
+
+Result<bool> WaitReadable(int fd, std::chrono::milliseconds timeout) {
+  pollfd p{fd, POLLIN, 0};
+  int ms = timeout.count() > 0 ? static_cast<int>(timeout.count()) : -1;
+  for (;;) {
+    int r = ::poll(&p, 1, ms);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) return ErrnoError("poll");
+    return r > 0;
+  }
+}
+
+Status ReadFull(int fd, std::span<uint8_t> out, std::chrono::milliseconds timeout, bool eof_ok) {
+  size_t done = 0;
+  while (done < out.size()) {
+    if (timeout.count() > 0) {
+      FP_ASSIGN_OR_RETURN(bool ready, WaitReadable(fd, timeout));
+      if (!ready) return Cancelled(fmt::format("no data for {} ms", timeout.count()));
+    }
+    ssize_t n = ::recv(fd, out.data() + done, out.size() - done, 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return ErrnoError("recv");
+    if (n == 0) {
+      if (done == 0 && eof_ok) return Cancelled("connection closed");
+      return Cancelled(fmt::format("connection closed after {} of {} bytes", done, out.size()));
+    }
+    done += static_cast<size_t>(n);
+  }
+  return Status::Ok();
+}
+
+Status WriteFull(int fd, std::span<const uint8_t> data) {
+  size_t done = 0;
+  while (done < data.size()) {
+    ssize_t n = ::send(fd, data.data() + done, data.size() - done, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return ErrnoError("send");
+    done += static_cast<size_t>(n);
+  }
+  return Status::Ok();
+}
+
+}  // namespace flashpipe::fastboot

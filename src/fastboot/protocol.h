@@ -1,0 +1,54 @@
+// Fastboot wire messages, independent of any transport: splitting a command
+// into name and argument, formatting the four responses the 29.0.6 client
+// understands (OKAY, FAIL, INFO, DATA), and parsing download sizes.
+//
+// Every response built here is at most kMaxResponse (64) bytes: the client
+// reads into a 256-byte buffer and a longer TCP response corrupts its
+// session, and U-Boot/barebox clients assume 64. Messages are cut to fit and
+// non-printable bytes are replaced by '?'. Long failure reasons go out as
+// several INFO lines before a short FAIL (SplitForInfo).
+// Pure functions; no I/O.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+
+namespace flashpipe::fastboot {
+
+inline constexpr size_t kMaxCommand = 64;
+inline constexpr size_t kMaxResponse = 64;
+inline constexpr size_t kMaxMessage = kMaxResponse - 4;  // after the status word
+
+// A command split at its first ':' ("flash:boot_a" -> "flash", "boot_a") or,
+// for the space-separated families ("oem x y", "flashing unlock"), at its
+// first ' '. A bare word ("reboot") has an empty argument.
+struct Command {
+  std::string name;
+  std::string arg;
+};
+
+// Fails on empty input, on bytes outside printable ASCII and on commands
+// longer than kMaxCommand; the message says which byte or length.
+Result<Command> ParseCommand(std::string_view wire);
+
+std::string Okay(std::string_view message = {});
+std::string Fail(std::string_view message);
+std::string Info(std::string_view message);
+std::string Data(uint32_t size);  // "DATA%08x"
+
+// "0x%08x", how max-download-size is reported (fuzzy_fastboot checks this).
+std::string Hex32(uint32_t value);
+// "0x%016llx", partition sizes.
+std::string Hex64(uint64_t value);
+
+// download:%08x argument: exactly 8 hex digits, non-zero.
+Result<uint32_t> ParseDownloadSize(std::string_view arg);
+
+// Splits a long message into pieces of at most kMaxMessage bytes.
+std::vector<std::string> SplitForInfo(std::string_view message);
+
+}  // namespace flashpipe::fastboot

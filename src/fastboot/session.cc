@@ -1,0 +1,353 @@
+#include "fastboot/session.h"
+
+#include <cstdio>
+
+#include "base/units.h"
+#include "fastboot/hooks.h"
+#include "fastboot/protocol.h"
+
+namespace flashpipe::fastboot {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// "boot_a" -> "boot"; "" when the name has no slot suffix.
+std::string_view SlotBase(std::string_view name) {
+  if (name.size() > 2 && name[name.size() - 2] == '_' &&
+      (name.back() == 'a' || name.back() == 'b')) {
+    return name.substr(0, name.size() - 2);
+  }
+  return {};
+}
+
+std::vector<std::string> SplitWords(std::string_view s) {
+  std::vector<std::string> out;
+  size_t i = 0;
+  while (i < s.size()) {
+    while (i < s.size() && s[i] == ' ') ++i;
+    size_t j = s.find(' ', i);
+    if (j == std::string_view::npos) j = s.size();
+    if (j > i) out.emplace_back(s.substr(i, j - i));
+    i = j;
+  }
+  return out;
+}
+
+}  // namespace
+
+const Session::CommandSpec Session::kCommands[] = {
+    // name, handler, needs_unlocked, waits_for_writes
+    {"getvar", &Session::DoGetvar, false, true},
+    {"download", &Session::DoDownload, true, false},
+    {"flash", &Session::DoFlash, true, true},
+    {"erase", &Session::DoErase, true, true},
+    {"set_active", &Session::DoSetActive, false, true},
+    {"flashing", &Session::DoFlashing, false, true},
+    {"reboot", &Session::DoReboot, false, true},
+    {"reboot-bootloader", &Session::DoRebootBootloader, false, true},
+    {"reboot-fastboot", &Session::DoRebootFastboot, false, true},
+    {"reboot-recovery", &Session::DoRebootRecovery, false, true},
+    {"continue", &Session::DoContinue, false, true},
+    {"shutdown", &Session::DoShutdown, false, true},
+    {"oem", &Session::DoOem, false, true},
+};
+
+const Session::VarSpec Session::kVars[] = {
+    {"version", &Session::VarVersion, false},
+    {"version-bootloader", &Session::VarVersionBootloader, false},
+    {"version-baseband", &Session::VarVersionBaseband, false},
+    {"product", &Session::VarProduct, false},
+    {"serialno", &Session::VarSerialno, false},
+    {"max-download-size", &Session::VarMaxDownloadSize, false},
+    {"current-slot", &Session::VarCurrentSlot, false},
+    {"slot-count", &Session::VarSlotCount, false},
+    {"is-userspace", &Session::VarIsUserspace, false},
+    {"secure", &Session::VarSecure, false},
+    {"unlocked", &Session::VarUnlocked, false},
+    {"logical-block-size", &Session::VarLogicalBlockSize, false},
+    {"erase-block-size", &Session::VarEraseBlockSize, false},
+    {"partition-size", &Session::VarPartitionSize, true},
+    {"partition-type", &Session::VarPartitionType, true},
+    {"has-slot", &Session::VarHasSlot, true},
+    {"is-logical", &Session::VarIsLogical, true},
+};
+
+Session::Session(FastbootDevice* device, Transport* transport) : device_(device), transport_(transport) {}
+
+Status Session::Run() {
+  while (after_ == After::kContinue) {
+    auto wire = transport_->ReadCommand(kMaxCommand);
+    if (!wire.ok()) {
+      const Status& st = wire.status();
+      if (st.code() == Code::kCancelled) return Status::Ok();
+      FP_RETURN_IF_ERROR(Reply(st));
+      if (st.code() != Code::kInvalidArgument) return st;  // framing lost
+      continue;
+    }
+    if (device_->config().verbose) std::fprintf(stderr, "serve: %s: %s\n", transport_->peer().c_str(), wire->c_str());
+    Status st = Dispatch(*wire);
+    if (!st.ok()) return st.code() == Code::kCancelled ? Status::Ok() : st;
+  }
+  if (after_ == After::kReboot && !device_->config().on_reboot.empty()) {
+    (void)RunShell(device_->config().on_reboot, "reboot", {reboot_target_}, [](std::string_view) {});
+  }
+  if (after_ == After::kShutdown) {
+    if (!device_->config().on_shutdown.empty()) {
+      (void)RunShell(device_->config().on_shutdown, "shutdown", {}, [](std::string_view) {});
+    }
+    if (device_->config().exit_on_shutdown) device_->RequestExit();
+  }
+  return Status::Ok();
+}
+
+Status Session::Dispatch(std::string_view wire) {
+  auto cmd = ParseCommand(wire);
+  if (!cmd.ok()) return Reply(cmd.status());
+  for (const auto& spec : kCommands) {
+    if (spec.name != cmd->name) continue;
+    Status pending = spec.waits_for_writes ? device_->WaitWrites() : device_->TakeWriteError();
+    if (!pending.ok()) return Reply(pending);
+    if (spec.needs_unlocked && device_->state().locked()) {
+      return Reply(InvalidArgument(fmt::format("{}: device is locked (fastboot flashing unlock)", spec.name)));
+    }
+    Result<std::string> r = (this->*spec.handler)(cmd->arg);
+    if (!transport_error_.ok()) return transport_error_;
+    return Reply(r);
+  }
+  return Reply(InvalidArgument(fmt::format("unknown command '{}'", cmd->name.substr(0, 40))));
+}
+
+Status Session::Reply(const Result<std::string>& result) {
+  if (result.ok()) return transport_->Send(Okay(*result));
+  std::string reason = result.status().ToString();
+  if (device_->config().verbose || reason.size() > kMaxMessage) {
+    std::fprintf(stderr, "serve: %s: FAIL %s\n", transport_->peer().c_str(), reason.c_str());
+  }
+  if (reason.size() > kMaxMessage) {
+    for (const auto& piece : SplitForInfo(reason)) FP_RETURN_IF_ERROR(transport_->Send(Info(piece)));
+  }
+  return transport_->Send(Fail(reason));
+}
+
+Status Session::SendInfo(std::string_view message) {
+  Status st = transport_->Send(Info(message));
+  if (!st.ok() && transport_error_.ok()) transport_error_ = st;
+  return st;
+}
+
+bool Session::HasSlots() const {
+  for (const auto& p : device_->storage().partitions()) {
+    if (!SlotBase(p.name).empty()) return true;
+  }
+  return false;
+}
+
+// A partition by its name, or by its base name plus the current slot.
+Result<const Partition*> Session::Resolve(const std::string& name) {
+  if (name.empty()) return InvalidArgument("missing partition name");
+  if (const Partition* p = device_->storage().Find(name)) return p;
+  std::string slotted = fmt::format("{}_{}", name, device_->state().slot());
+  if (const Partition* p = device_->storage().Find(slotted)) return p;
+  return NotFound(fmt::format("partition '{}' not found", name.substr(0, 40)));
+}
+
+// --- commands ---------------------------------------------------------------
+
+Result<std::string> Session::DoGetvar(const std::string& arg) {
+  if (arg == "all") return DoGetvarAll();
+  for (const auto& var : kVars) {
+    if (var.per_partition) {
+      if (arg.size() > var.name.size() && arg.compare(0, var.name.size(), var.name) == 0 &&
+          arg[var.name.size()] == ':') {
+        return (this->*var.get)(std::string_view(arg).substr(var.name.size() + 1));
+      }
+    } else if (arg == var.name) {
+      return (this->*var.get)({});
+    }
+  }
+  return NotFound(fmt::format("unknown variable '{}'", arg.substr(0, 40)));
+}
+
+Result<std::string> Session::DoGetvarAll() {
+  for (const auto& var : kVars) {
+    if (var.per_partition) {
+      for (const auto& p : device_->storage().partitions()) {
+        auto v = (this->*var.get)(p.name);
+        if (v.ok() && SendInfo(fmt::format("{}:{}:{}", var.name, p.name, *v)).ok()) continue;
+        if (!transport_error_.ok()) return transport_error_;
+      }
+    } else if (auto v = (this->*var.get)({}); v.ok()) {
+      if (!SendInfo(fmt::format("{}:{}", var.name, *v)).ok()) return transport_error_;
+    }
+  }
+  return std::string();
+}
+
+Result<std::string> Session::DoDownload(const std::string& arg) {
+  FP_ASSIGN_OR_RETURN(uint32_t size, ParseDownloadSize(arg));
+  uint32_t limit = device_->config().max_download_size;
+  if (size > limit) {
+    return InvalidArgument(fmt::format("download of {} bytes > max-download-size {}", size, limit));
+  }
+  FP_ASSIGN_OR_RETURN(std::span<uint8_t> buf, device_->BeginDownload(size));
+  if (Status st = transport_->Send(Data(size)); !st.ok()) {
+    device_->AbortDownload();
+    transport_error_ = st;
+    return st;
+  }
+  uint64_t received = 0;
+  while (received < size) {
+    auto n = transport_->ReadData(buf.subspan(received));
+    if (!n.ok()) {
+      device_->AbortDownload();
+      transport_error_ = n.status().WithContext(fmt::format("download at byte {} of {}", received, size));
+      return transport_error_;
+    }
+    received += *n;
+    device_->Arrived(received);
+  }
+  device_->EndDownload();
+  return std::string();
+}
+
+Result<std::string> Session::DoFlash(const std::string& arg) {
+  FP_ASSIGN_OR_RETURN(const Partition* p, Resolve(arg));
+  auto last = Clock::now();
+  ProgressFn progress = [&](uint64_t done, uint64_t total) {
+    auto now = Clock::now();
+    if (now - last < std::chrono::seconds(1) || total == 0) return;
+    last = now;
+    (void)SendInfo(fmt::format("writing '{}' {}% ({})", p->name, done * 100 / total, FormatBytes(done)));
+  };
+  bool queued = false;
+  Status st = device_->Flash(*p, progress, &queued);
+  if (!st.ok()) return st;
+  return std::string(queued ? "queued (write-behind)" : "");
+}
+
+Result<std::string> Session::DoErase(const std::string& arg) {
+  FP_ASSIGN_OR_RETURN(const Partition* p, Resolve(arg));
+  FP_RETURN_IF_ERROR(device_->storage().Erase(*p));
+  return std::string();
+}
+
+Result<std::string> Session::DoSetActive(const std::string& arg) {
+  std::string_view slot = arg;
+  if (slot.size() == 2 && slot[0] == '_') slot.remove_prefix(1);
+  if (slot != "a" && slot != "b") return InvalidArgument(fmt::format("slot '{}' is not a or b", arg.substr(0, 20)));
+  if (!HasSlots()) return Unsupported("device has no A/B partitions");
+  FP_RETURN_IF_ERROR(device_->state().SetSlot(slot[0]));
+  return std::string();
+}
+
+Result<std::string> Session::DoFlashing(const std::string& arg) {
+  if (arg == "lock") {
+    FP_RETURN_IF_ERROR(device_->state().SetLocked(true));
+    return std::string();
+  }
+  if (arg == "unlock") {
+    if (!device_->config().unlock_allowed) return Unsupported("unlocking is not allowed on this device");
+    FP_RETURN_IF_ERROR(device_->state().SetLocked(false));
+    return std::string();
+  }
+  if (arg == "get_unlock_ability") {
+    if (!SendInfo(fmt::format("get_unlock_ability: {}", device_->config().unlock_allowed ? 1 : 0)).ok()) {
+      return transport_error_;
+    }
+    return std::string();
+  }
+  return Unsupported(fmt::format("flashing {}: not supported", arg.substr(0, 30)));
+}
+
+Result<std::string> Session::RebootTo(std::string target) {
+  after_ = After::kReboot;
+  reboot_target_ = std::move(target);
+  return std::string();
+}
+
+Result<std::string> Session::DoReboot(const std::string& arg) {
+  if (!arg.empty()) return RebootTo(arg);  // "reboot:bootloader" from newer clients
+  return RebootTo("system");
+}
+Result<std::string> Session::DoRebootBootloader(const std::string&) { return RebootTo("bootloader"); }
+Result<std::string> Session::DoRebootFastboot(const std::string&) { return RebootTo("fastboot"); }
+Result<std::string> Session::DoRebootRecovery(const std::string&) { return RebootTo("recovery"); }
+Result<std::string> Session::DoContinue(const std::string&) { return RebootTo("continue"); }
+
+Result<std::string> Session::DoShutdown(const std::string&) {
+  after_ = After::kShutdown;
+  return std::string();
+}
+
+Result<std::string> Session::DoOem(const std::string& arg) {
+  std::vector<std::string> words = SplitWords(arg);
+  if (words.empty()) return InvalidArgument("oem: missing command");
+  for (const auto& [name, command] : device_->config().oem) {
+    if (name != words[0]) continue;
+    std::vector<std::string> args(words.begin() + 1, words.end());
+    FP_ASSIGN_OR_RETURN(int rc, RunShell(command, name, args, [this](std::string_view line) {
+                          for (const auto& piece : SplitForInfo(line)) (void)SendInfo(piece);
+                        }));
+    if (!transport_error_.ok()) return transport_error_;
+    if (rc != 0) return Status(Code::kIoError, fmt::format("oem {}: exit status {}", name, rc));
+    return std::string();
+  }
+  return Unsupported(fmt::format("oem {}: not configured", words[0].substr(0, 40)));
+}
+
+// --- variables --------------------------------------------------------------
+
+Result<std::string> Session::VarVersion(std::string_view) { return std::string("0.4"); }
+Result<std::string> Session::VarVersionBootloader(std::string_view) {
+  return std::string("flashpipe-" FLASHPIPE_VERSION);
+}
+Result<std::string> Session::VarVersionBaseband(std::string_view) { return std::string("N/A"); }
+Result<std::string> Session::VarProduct(std::string_view) { return device_->config().product; }
+Result<std::string> Session::VarSerialno(std::string_view) { return device_->config().serialno; }
+Result<std::string> Session::VarMaxDownloadSize(std::string_view) {
+  return Hex32(device_->config().max_download_size);
+}
+Result<std::string> Session::VarCurrentSlot(std::string_view) {
+  if (!HasSlots()) return Unsupported("device has no A/B partitions");
+  return std::string(1, device_->state().slot());
+}
+Result<std::string> Session::VarSlotCount(std::string_view) { return std::string(HasSlots() ? "2" : "0"); }
+Result<std::string> Session::VarIsUserspace(std::string_view) { return std::string("no"); }
+Result<std::string> Session::VarSecure(std::string_view) {
+  return std::string(device_->state().locked() ? "yes" : "no");
+}
+Result<std::string> Session::VarUnlocked(std::string_view) {
+  return std::string(device_->state().locked() ? "no" : "yes");
+}
+Result<std::string> Session::VarLogicalBlockSize(std::string_view) {
+  const auto& parts = device_->storage().partitions();
+  if (parts.empty()) return NotFound("no partitions");
+  return fmt::format("0x{:x}", device_->storage().geometry(parts[0]).logical_block);
+}
+Result<std::string> Session::VarEraseBlockSize(std::string_view) {
+  const auto& parts = device_->storage().partitions();
+  if (parts.empty()) return NotFound("no partitions");
+  return fmt::format("0x{:x}", device_->storage().geometry(parts[0]).physical_block);
+}
+Result<std::string> Session::VarPartitionSize(std::string_view partition) {
+  FP_ASSIGN_OR_RETURN(const Partition* p, Resolve(std::string(partition)));
+  return Hex64(p->size);
+}
+Result<std::string> Session::VarPartitionType(std::string_view partition) {
+  FP_ASSIGN_OR_RETURN(const Partition* p, Resolve(std::string(partition)));
+  return device_->storage().ProbeType(*p);
+}
+Result<std::string> Session::VarHasSlot(std::string_view partition) {
+  std::string name(partition);
+  auto& storage = device_->storage();
+  if (storage.Find(name + "_a") != nullptr || storage.Find(name + "_b") != nullptr) return std::string("yes");
+  if (storage.Find(name) != nullptr) return std::string("no");
+  return NotFound(fmt::format("partition '{}' not found", name.substr(0, 40)));
+}
+Result<std::string> Session::VarIsLogical(std::string_view partition) {
+  FP_ASSIGN_OR_RETURN(const Partition* p, Resolve(std::string(partition)));
+  (void)p;
+  return std::string("no");
+}
+
+}  // namespace flashpipe::fastboot

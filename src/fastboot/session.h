@@ -1,0 +1,99 @@
+// Session: one client's conversation with a FastbootDevice, driven through a
+// Transport. Commands dispatch through a table (name, handler, whether the
+// device must be unlocked, whether write-behind flashes must finish first);
+// variables through another. Each handler returns Result<std::string>: the
+// OKAY message, or a Status that becomes the FAIL (the one place a Status is
+// turned into a FAIL: long reasons go out as INFO lines first, then a FAIL
+// cut to 64 bytes). Handlers may send INFO lines before that.
+//
+//   Session s(&device, &transport);
+//   Status st = s.Run();   // until the client leaves, reboots or shuts down
+//
+// Thread-compatible: runs on the thread that calls Run().
+#pragma once
+
+#include <chrono>
+#include <string>
+#include <string_view>
+
+#include "base/status.h"
+#include "fastboot/device.h"
+#include "fastboot/transport.h"
+
+namespace flashpipe::fastboot {
+
+class Session {
+ public:
+  Session(FastbootDevice* device, Transport* transport);
+
+  // OK when the client went away or a reboot/shutdown ended the session;
+  // an error when the transport failed in a way that ends it.
+  Status Run();
+
+ private:
+  using Handler = Result<std::string> (Session::*)(const std::string& arg);
+  using Getter = Result<std::string> (Session::*)(std::string_view partition);
+  struct CommandSpec {
+    std::string_view name;
+    Handler handler;
+    bool needs_unlocked;
+    bool waits_for_writes;
+  };
+  struct VarSpec {
+    std::string_view name;
+    Getter get;
+    bool per_partition;
+  };
+  enum class After { kContinue, kEndSession, kReboot, kShutdown };
+
+  Status Dispatch(std::string_view wire);
+  Status Reply(const Result<std::string>& result);
+  Status SendInfo(std::string_view message);
+  Result<const Partition*> Resolve(const std::string& name);
+  bool HasSlots() const;
+
+  Result<std::string> DoGetvar(const std::string& arg);
+  Result<std::string> DoGetvarAll();
+  Result<std::string> DoDownload(const std::string& arg);
+  Result<std::string> DoFlash(const std::string& arg);
+  Result<std::string> DoErase(const std::string& arg);
+  Result<std::string> DoSetActive(const std::string& arg);
+  Result<std::string> DoFlashing(const std::string& arg);
+  Result<std::string> DoReboot(const std::string& arg);
+  Result<std::string> DoRebootBootloader(const std::string& arg);
+  Result<std::string> DoRebootFastboot(const std::string& arg);
+  Result<std::string> DoRebootRecovery(const std::string& arg);
+  Result<std::string> DoContinue(const std::string& arg);
+  Result<std::string> DoShutdown(const std::string& arg);
+  Result<std::string> DoOem(const std::string& arg);
+  Result<std::string> RebootTo(std::string target);
+
+  Result<std::string> VarVersion(std::string_view);
+  Result<std::string> VarVersionBootloader(std::string_view);
+  Result<std::string> VarVersionBaseband(std::string_view);
+  Result<std::string> VarProduct(std::string_view);
+  Result<std::string> VarSerialno(std::string_view);
+  Result<std::string> VarMaxDownloadSize(std::string_view);
+  Result<std::string> VarCurrentSlot(std::string_view);
+  Result<std::string> VarSlotCount(std::string_view);
+  Result<std::string> VarIsUserspace(std::string_view);
+  Result<std::string> VarSecure(std::string_view);
+  Result<std::string> VarUnlocked(std::string_view);
+  Result<std::string> VarLogicalBlockSize(std::string_view);
+  Result<std::string> VarEraseBlockSize(std::string_view);
+  Result<std::string> VarPartitionSize(std::string_view partition);
+  Result<std::string> VarPartitionType(std::string_view partition);
+  Result<std::string> VarHasSlot(std::string_view partition);
+  Result<std::string> VarIsLogical(std::string_view partition);
+
+  static const CommandSpec kCommands[];
+  static const VarSpec kVars[];
+
+  FastbootDevice* device_;
+  Transport* transport_;
+  After after_ = After::kContinue;
+  std::string reboot_target_;
+  Status transport_error_;
+};
+
+}  // namespace flashpipe::fastboot

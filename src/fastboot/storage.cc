@@ -1,0 +1,271 @@
+#include "fastboot/storage.h"
+
+#include <blkid/blkid.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "base/units.h"
+#include "base/unique_fd.h"
+#include "fastboot/bounce_sink.h"
+#include "fastboot/gpt.h"
+#include "io/image_writer.h"
+#include "sparse/decoder.h"
+
+namespace flashpipe::fastboot {
+
+struct Storage::Backing {
+  std::string path;                     // empty for ForQueue
+  std::unique_ptr<io::Target> target;   // null for ForQueue
+  std::unique_ptr<io::IoQueue> owned_queue;
+  io::IoQueue* queue = nullptr;
+  io::Geometry geometry;
+};
+
+namespace {
+
+Status PreadAll(int fd, uint64_t offset, std::span<uint8_t> out, const std::string& path) {
+  size_t done = 0;
+  while (done < out.size()) {
+    ssize_t n = ::pread(fd, out.data() + done, out.size() - done, static_cast<off_t>(offset + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return ErrnoError(fmt::format("read {} at byte {}", path, offset + done));
+    if (n == 0) return IoError(fmt::format("read {} at byte {}: end of file", path, offset + done), 0);
+    done += static_cast<size_t>(n);
+  }
+  return Status::Ok();
+}
+
+// Runs one op to completion on the queue.
+Status RunOp(io::IoQueue* queue, const io::IoOp& op) {
+  FP_RETURN_IF_ERROR(queue->Submit(op));
+  FP_ASSIGN_OR_RETURN(io::IoCompletion c, queue->Wait());
+  return c.status;
+}
+
+bool IsValidName(std::string_view name) {
+  if (name.empty() || name.size() > 36) return false;
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    return c > 0x20 && c < 0x7f && c != ':' && c != '=';
+  });
+}
+
+}  // namespace
+
+Result<PartitionSpec> ParsePartitionSpec(std::string_view text) {
+  size_t eq = text.find('=');
+  if (eq == std::string_view::npos) {
+    return InvalidArgument(fmt::format("partition '{}': expected NAME=PATH[:OFFSET:SIZE]", text));
+  }
+  PartitionSpec spec;
+  spec.name = std::string(text.substr(0, eq));
+  std::string_view rest = text.substr(eq + 1);
+  if (!IsValidName(spec.name)) {
+    return InvalidArgument(fmt::format("partition '{}': bad name (1-36 printable, no ':' '=')", spec.name));
+  }
+  size_t c2 = rest.rfind(':');
+  size_t c1 = c2 == std::string_view::npos || c2 == 0 ? std::string_view::npos : rest.rfind(':', c2 - 1);
+  if (c1 != std::string_view::npos) {
+    auto off = ParseSize(rest.substr(c1 + 1, c2 - c1 - 1));
+    auto size = ParseSize(rest.substr(c2 + 1));
+    if (off.ok() && size.ok()) {
+      if (*size == 0) return InvalidArgument(fmt::format("partition '{}': size 0", spec.name));
+      spec.offset = *off;
+      spec.size = *size;
+      spec.ranged = true;
+      rest = rest.substr(0, c1);
+    }
+  }
+  if (rest.empty()) return InvalidArgument(fmt::format("partition '{}': empty path", spec.name));
+  spec.path = std::string(rest);
+  return spec;
+}
+
+Storage::Storage() = default;
+Storage::~Storage() = default;
+
+Status Storage::AddPartition(Partition p) {
+  if (!IsValidName(p.name)) return InvalidArgument(fmt::format("partition name '{}' not usable", p.name));
+  if (Find(p.name) != nullptr) return InvalidArgument(fmt::format("partition '{}' defined twice", p.name));
+  const auto& g = backings_[p.backing]->geometry;
+  if (p.size == 0 || p.offset > g.size || p.size > g.size - p.offset) {
+    return InvalidArgument(fmt::format("partition '{}': range {}+{} outside {} ({} bytes)", p.name,
+                                       p.offset, p.size, backings_[p.backing]->path, g.size));
+  }
+  for (const auto& q : partitions_) {
+    if (q.backing == p.backing && p.offset < q.offset + q.size && q.offset < p.offset + p.size) {
+      return InvalidArgument(fmt::format("partitions '{}' and '{}' overlap", q.name, p.name));
+    }
+  }
+  partitions_.push_back(std::move(p));
+  return Status::Ok();
+}
+
+Result<std::unique_ptr<Storage>> Storage::OpenGpt(const std::string& path, const WriteOptions& options,
+                                                  std::vector<std::string>* warnings) {
+  std::unique_ptr<Storage> s(new Storage());
+  s->options_ = options;
+  UniqueFd rfd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!rfd.valid()) return ErrnoError("open " + path);
+  FP_ASSIGN_OR_RETURN(auto target, io::Target::Open(path, {.force = options.force}));
+  auto b = std::make_unique<Backing>();
+  b->path = path;
+  b->geometry = target->geometry();
+  FP_ASSIGN_OR_RETURN(b->owned_queue, target->MakeQueue(options.backend, std::max(options.queue_depth, 4u)));
+  b->queue = b->owned_queue.get();
+  b->target = std::move(target);
+  uint32_t sector = b->geometry.block_device ? b->geometry.logical_block : 0;
+  auto read_at = [&](uint64_t off, std::span<uint8_t> out) { return PreadAll(rfd.get(), off, out, path); };
+  auto table = ReadGpt(read_at, b->geometry.size, sector);
+  if (!table.ok()) return table.status().WithContext(path);
+  s->backings_.push_back(std::move(b));
+  for (const auto& w : table->warnings) warnings->push_back(path + ": " + w);
+  for (const auto& e : table->partitions) {
+    Partition p{e.name, 0, e.first_lba * table->sector_size,
+                (e.last_lba - e.first_lba + 1) * table->sector_size};
+    if (!IsValidName(p.name)) {
+      warnings->push_back(fmt::format("{}: GPT entry {} name '{}' not usable, skipped", path, e.index, p.name));
+      continue;
+    }
+    FP_RETURN_IF_ERROR(s->AddPartition(std::move(p)).WithContext(path));
+  }
+  if (s->partitions_.empty()) return NotFound(path + ": GPT has no usable partitions");
+  return s;
+}
+
+Result<std::unique_ptr<Storage>> Storage::OpenSpecs(const std::vector<PartitionSpec>& specs,
+                                                    const WriteOptions& options) {
+  std::unique_ptr<Storage> s(new Storage());
+  s->options_ = options;
+  for (const auto& spec : specs) {
+    char* real = ::realpath(spec.path.c_str(), nullptr);
+    if (real == nullptr) return ErrnoError(fmt::format("partition '{}': {}", spec.name, spec.path));
+    std::string canon(real);
+    std::free(real);
+    auto it = std::find_if(s->backings_.begin(), s->backings_.end(),
+                           [&](const auto& b) { return b->path == canon; });
+    if (it == s->backings_.end()) {
+      FP_ASSIGN_OR_RETURN(auto target, io::Target::Open(canon, {.force = options.force}));
+      auto b = std::make_unique<Backing>();
+      b->path = canon;
+      b->geometry = target->geometry();
+      FP_ASSIGN_OR_RETURN(b->owned_queue,
+                          target->MakeQueue(options.backend, std::max(options.queue_depth, 4u)));
+      b->queue = b->owned_queue.get();
+      b->target = std::move(target);
+      s->backings_.push_back(std::move(b));
+      it = s->backings_.end() - 1;
+    }
+    size_t index = static_cast<size_t>(it - s->backings_.begin());
+    uint64_t size = spec.ranged ? spec.size : (*it)->geometry.size;
+    FP_RETURN_IF_ERROR(s->AddPartition({spec.name, index, spec.offset, size}));
+  }
+  return s;
+}
+
+std::unique_ptr<Storage> Storage::ForQueue(io::IoQueue* queue, io::Geometry geometry,
+                                           std::vector<Partition> partitions, WriteOptions options) {
+  std::unique_ptr<Storage> s(new Storage());
+  s->options_ = options;
+  auto b = std::make_unique<Backing>();
+  b->queue = queue;
+  b->geometry = geometry;
+  s->backings_.push_back(std::move(b));
+  for (auto& p : partitions) {
+    p.backing = 0;
+    s->partitions_.push_back(std::move(p));
+  }
+  return s;
+}
+
+const Partition* Storage::Find(std::string_view name) const {
+  for (const auto& p : partitions_) {
+    if (p.name == name) return &p;
+  }
+  return nullptr;
+}
+
+const io::Geometry& Storage::geometry(const Partition& p) const { return backings_[p.backing]->geometry; }
+
+std::string Storage::ProbeType(const Partition& p) const {
+  const auto& path = backings_[p.backing]->path;
+  if (path.empty()) return "raw";
+  // A buffered fd of its own: the target's is O_DIRECT, which blkid's
+  // unaligned reads would trip over.
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) return "raw";
+  blkid_probe pr = blkid_new_probe();
+  if (pr == nullptr) return "raw";
+  std::string type = "raw";
+  if (blkid_probe_set_device(pr, fd.get(), static_cast<blkid_loff_t>(p.offset),
+                             static_cast<blkid_loff_t>(p.size)) == 0) {
+    blkid_probe_enable_superblocks(pr, 1);
+    blkid_probe_set_superblocks_flags(pr, BLKID_SUBLKS_TYPE);
+    const char* value = nullptr;
+    if (blkid_do_safeprobe(pr) == 0 && blkid_probe_lookup_value(pr, "TYPE", &value, nullptr) == 0) {
+      type = value;
+    }
+  }
+  blkid_free_probe(pr);
+  return type;
+}
+
+Status Storage::Write(const Partition& p, std::span<const uint8_t> image, bool is_sparse,
+                      const ProgressFn& progress) {
+  if (options_.discard_writes) return Status::Ok();
+  const Backing& b = *backings_[p.backing];
+  io::Device dev{p.name, b.queue, b.geometry, p.offset, p.size};
+  std::unique_ptr<sparse::Sink> sink;
+  io::ImageWriter* writer = nullptr;
+  if (options_.bounce_blocks > 0) {
+    FP_ASSIGN_OR_RETURN(sink, BounceSink::Create(dev, options_.bounce_blocks));
+  } else {
+    io::WriterOptions wo{.request_size = options_.request_size, .queue_depth = options_.queue_depth};
+    wo.progress = progress;
+    FP_ASSIGN_OR_RETURN(auto w, io::ImageWriter::Create({dev}, wo));
+    writer = w.get();
+    sink = std::move(w);
+  }
+  Status st;
+  if (is_sparse) {
+    sparse::Decoder decoder(sink.get(), {.check_crc = false, .tolerate_missing_tail = true});
+    st = decoder.Feed(image);
+    if (st.ok()) st = decoder.Finish();
+  } else {
+    st = sink->OnRaw(0, image);
+    if (st.ok()) st = sink->OnEnd();
+  }
+  Status fin = writer != nullptr ? writer->Finish() : static_cast<BounceSink*>(sink.get())->Finish();
+  if (!st.ok()) return st.WithContext(fmt::format("partition '{}'", p.name));
+  return fin.WithContext(fmt::format("partition '{}'", p.name));
+}
+
+Status Storage::Erase(const Partition& p) {
+  const Backing& b = *backings_[p.backing];
+  io::IoOp op{.kind = b.geometry.block_device ? io::OpKind::kZeroOut : io::OpKind::kPunchHole,
+              .offset = p.offset, .length = p.size};
+  bool aligned = p.offset % 512 == 0 && p.size % 512 == 0;
+  if (aligned || !b.geometry.block_device) {
+    Status st = RunOp(b.queue, op);
+    if (st.ok()) return b.queue->Sync();
+  }
+  // Fallback: real zeros through the writer (bounds-checked there).
+  io::Device dev{p.name, b.queue, b.geometry, p.offset, p.size};
+  io::WriterOptions wo{.request_size = options_.request_size, .queue_depth = options_.queue_depth,
+                       .zero_mode = io::ZeroMode::kWrite};
+  FP_ASSIGN_OR_RETURN(auto writer, io::ImageWriter::Create({dev}, wo));
+  uint64_t fill = p.size / 4 * 4;
+  Status st = writer->OnFill(0, fill, 0);
+  if (st.ok() && fill < p.size) {
+    static const uint8_t kZeros[4] = {};
+    st = writer->OnRaw(fill, std::span<const uint8_t>(kZeros, p.size - fill));
+  }
+  Status fin = writer->Finish();
+  if (!st.ok()) return st.WithContext(fmt::format("erase '{}'", p.name));
+  return fin.WithContext(fmt::format("erase '{}'", p.name));
+}
+
+}  // namespace flashpipe::fastboot

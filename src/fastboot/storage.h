@@ -1,0 +1,95 @@
+// Storage: the partitions a fastboot device can flash, the open targets
+// behind them, and the two operations that touch them: Write (an image that
+// was already validated) and Erase.
+//
+// Partitions come from a disk's GPT (OpenGpt) or from NAME=PATH[:OFFSET:SIZE]
+// specs (OpenSpecs); each distinct path is opened once (exclusively, O_DIRECT
+// where possible) with one IoQueue, and each partition is a window on it.
+// Every write goes through io::ImageWriter, which bounds-checks each op
+// against the partition's window; Erase checks its ranges itself. Nothing
+// is ever issued outside the partition, whatever the image says.
+//
+// WriteOptions also selects two models used by the benchmark: bounce_blocks
+// (write RAW and FILL data through a small bounce buffer one synchronous
+// request at a time, U-Boot's behaviour before b1aade87ca1) and
+// discard_writes (validate only, write nothing: the cost of the transfer).
+// Thread-compatible: one Write/Erase at a time.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+#include "io/io_queue.h"
+#include "io/target.h"
+
+namespace flashpipe::fastboot {
+
+struct Partition {
+  std::string name;
+  size_t backing = 0;   // which opened path
+  uint64_t offset = 0;  // absolute byte offset in that path
+  uint64_t size = 0;
+};
+
+// NAME=PATH or NAME=PATH:OFFSET:SIZE (sizes as ParseSize takes them).
+struct PartitionSpec {
+  std::string name;
+  std::string path;
+  uint64_t offset = 0;
+  uint64_t size = 0;  // 0 with !ranged: the whole file or device
+  bool ranged = false;
+};
+Result<PartitionSpec> ParsePartitionSpec(std::string_view text);
+
+struct WriteOptions {
+  io::Backend backend = io::Backend::kAuto;
+  unsigned queue_depth = 0;     // 0 = the writer's default
+  uint64_t request_size = 0;    // 0 = the writer's default
+  uint32_t bounce_blocks = 0;   // > 0: the bounce-buffer model (512-byte blocks)
+  bool discard_writes = false;  // validate only
+  bool force = false;           // open block devices even when in use
+};
+
+using ProgressFn = std::function<void(uint64_t done, uint64_t total)>;
+
+class Storage {
+ public:
+  static Result<std::unique_ptr<Storage>> OpenGpt(const std::string& path, const WriteOptions& options,
+                                                  std::vector<std::string>* warnings);
+  static Result<std::unique_ptr<Storage>> OpenSpecs(const std::vector<PartitionSpec>& specs,
+                                                    const WriteOptions& options);
+  // Tests and fuzzers: partitions over a queue the caller owns (no probing).
+  static std::unique_ptr<Storage> ForQueue(io::IoQueue* queue, io::Geometry geometry,
+                                           std::vector<Partition> partitions, WriteOptions options = {});
+  ~Storage();
+
+  const std::vector<Partition>& partitions() const { return partitions_; }
+  const Partition* Find(std::string_view name) const;
+  const io::Geometry& geometry(const Partition& p) const;
+  // libblkid's TYPE for the partition's range ("ext4", "vfat", ...) or "raw".
+  std::string ProbeType(const Partition& p) const;
+
+  // Writes `image` (sparse when is_sparse, else raw bytes from offset 0).
+  // REQUIRES: the image was validated and fits the partition.
+  Status Write(const Partition& p, std::span<const uint8_t> image, bool is_sparse,
+               const ProgressFn& progress);
+  // Makes the partition read back as zeros: zeroout (block devices) or holes
+  // (files), real zeros when neither works.
+  Status Erase(const Partition& p);
+
+ private:
+  struct Backing;
+  Storage();
+  Status AddPartition(Partition p);
+  std::vector<std::unique_ptr<Backing>> backings_;
+  std::vector<Partition> partitions_;
+  WriteOptions options_;
+};
+
+}  // namespace flashpipe::fastboot

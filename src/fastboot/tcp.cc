@@ -1,0 +1,161 @@
+#include "fastboot/tcp.h"
+
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+
+#include <cstdio>
+
+#include "base/endian.h"
+#include "fastboot/net.h"
+#include "fastboot/protocol.h"
+#include "fastboot/session.h"
+
+namespace flashpipe::fastboot {
+namespace {
+
+// A frame too long to be a command but short enough to skip and go on.
+constexpr uint64_t kMaxSkippableFrame = 64 << 10;
+constexpr auto kHandshakeTimeout = std::chrono::milliseconds(2000);
+constexpr int kMaxBusyCommands = 64;
+
+}  // namespace
+
+TcpTransport::TcpTransport(UniqueFd fd, std::string peer, std::chrono::milliseconds idle_timeout)
+    : fd_(std::move(fd)), peer_(std::move(peer)), idle_timeout_(idle_timeout) {}
+
+Status TcpTransport::Handshake() {
+  uint8_t hello[4];
+  FP_RETURN_IF_ERROR(ReadFull(fd_.get(), hello, kHandshakeTimeout, true));
+  bool digits = hello[2] >= '0' && hello[2] <= '9' && hello[3] >= '0' && hello[3] <= '9';
+  if (hello[0] != 'F' || hello[1] != 'B' || !digits || (hello[2] == '0' && hello[3] == '0')) {
+    return Corrupt(fmt::format("bad handshake {:02x}{:02x}{:02x}{:02x}", hello[0], hello[1], hello[2], hello[3]));
+  }
+  static const uint8_t kReply[4] = {'F', 'B', '0', '1'};
+  return WriteFull(fd_.get(), kReply);
+}
+
+Result<uint64_t> TcpTransport::ReadFrameHeader(bool eof_ok) {
+  uint8_t header[8];
+  FP_RETURN_IF_ERROR(ReadFull(fd_.get(), header, idle_timeout_, eof_ok));
+  return LoadBE64(header);
+}
+
+Status TcpTransport::Drain(uint64_t bytes) {
+  uint8_t buf[4096];
+  while (bytes > 0) {
+    size_t n = static_cast<size_t>(std::min<uint64_t>(bytes, sizeof buf));
+    FP_RETURN_IF_ERROR(ReadFull(fd_.get(), std::span(buf, n), idle_timeout_, false));
+    bytes -= n;
+  }
+  return Status::Ok();
+}
+
+Result<std::string> TcpTransport::ReadCommand(size_t max_size) {
+  if (frame_left_ > 0) {
+    uint64_t extra = std::exchange(frame_left_, 0);
+    if (extra > kMaxSkippableFrame) {
+      return Corrupt(fmt::format("data frame runs {} bytes past the download", extra));
+    }
+    FP_RETURN_IF_ERROR(Drain(extra));
+    return InvalidArgument(fmt::format("data frame ran {} bytes past the download", extra));
+  }
+  FP_ASSIGN_OR_RETURN(uint64_t len, ReadFrameHeader(true));
+  if (len == 0) return InvalidArgument("empty command frame");
+  if (len > max_size) {
+    if (len > kMaxSkippableFrame) return Corrupt(fmt::format("frame of {} bytes is not a command", len));
+    FP_RETURN_IF_ERROR(Drain(len));
+    return InvalidArgument(fmt::format("command of {} bytes, max {}", len, max_size));
+  }
+  std::string cmd(len, '\0');
+  FP_RETURN_IF_ERROR(ReadFull(fd_.get(), std::span(reinterpret_cast<uint8_t*>(cmd.data()), len),
+                              idle_timeout_, false));
+  return cmd;
+}
+
+Result<size_t> TcpTransport::ReadData(std::span<uint8_t> out) {
+  while (frame_left_ == 0) {
+    FP_ASSIGN_OR_RETURN(frame_left_, ReadFrameHeader(false));
+  }
+  size_t want = static_cast<size_t>(std::min<uint64_t>(out.size(), frame_left_));
+  for (;;) {
+    if (idle_timeout_.count() > 0) {
+      FP_ASSIGN_OR_RETURN(bool ready, WaitReadable(fd_.get(), idle_timeout_));
+      if (!ready) return Cancelled(fmt::format("no data for {} ms", idle_timeout_.count()));
+    }
+    ssize_t n = ::recv(fd_.get(), out.data(), want, 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return ErrnoError("recv");
+    if (n == 0) return Cancelled("connection closed in the data phase");
+    frame_left_ -= static_cast<uint64_t>(n);
+    return static_cast<size_t>(n);
+  }
+}
+
+Status TcpTransport::Send(std::string_view message) {
+  uint8_t frame[8 + kMaxResponse];
+  size_t n = std::min(message.size(), kMaxResponse);
+  StoreBE64(frame, n);
+  std::memcpy(frame + 8, message.data(), n);
+  return WriteFull(fd_.get(), std::span<const uint8_t>(frame, 8 + n));
+}
+
+Result<std::unique_ptr<TcpServer>> TcpServer::Listen(const std::string& host_port, FastbootDevice* device,
+                                                     std::chrono::milliseconds idle_timeout) {
+  std::unique_ptr<TcpServer> s(new TcpServer());
+  FP_ASSIGN_OR_RETURN(s->listen_fd_, BindSocket(host_port, SOCK_STREAM));
+  s->device_ = device;
+  s->idle_timeout_ = idle_timeout;
+  return s;
+}
+
+TcpServer::~TcpServer() {
+  stop_ = true;
+  ::shutdown(listen_fd_.get(), SHUT_RDWR);
+  if (thread_.joinable()) thread_.join();
+}
+
+uint16_t TcpServer::port() const { return LocalPort(listen_fd_.get()); }
+
+void TcpServer::Start() { thread_ = std::thread([this] { AcceptLoop(); }); }
+
+void TcpServer::AcceptLoop() {
+  while (!stop_) {
+    sockaddr_storage addr{};
+    socklen_t len = sizeof addr;
+    int fd = ::accept4(listen_fd_.get(), reinterpret_cast<sockaddr*>(&addr), &len, SOCK_CLOEXEC);
+    if (fd < 0) {
+      if (errno == EINTR || errno == ECONNABORTED) continue;
+      if (!stop_) std::fprintf(stderr, "serve: tcp accept: %s\n", std::strerror(errno));
+      return;
+    }
+    int one = 1;
+    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    std::thread([this, fd, peer = FormatAddress(addr)] { Serve(UniqueFd(fd), peer); }).detach();
+  }
+}
+
+void TcpServer::Serve(UniqueFd fd, std::string peer) {
+  TcpTransport transport(std::move(fd), peer, idle_timeout_);
+  if (Status st = transport.Handshake(); !st.ok()) {
+    std::fprintf(stderr, "serve: tcp %s: %s\n", peer.c_str(), st.ToString().c_str());
+    return;
+  }
+  std::string owner = transport.peer();
+  if (!device_->TryAcquire(owner)) {
+    std::string busy = fmt::format("busy: another session is active ({})", device_->owner());
+    std::fprintf(stderr, "serve: %s refused: %s\n", owner.c_str(), busy.c_str());
+    for (int i = 0; i < kMaxBusyCommands; ++i) {
+      auto cmd = transport.ReadCommand(kMaxCommand);
+      if (!cmd.ok() && cmd.status().code() != Code::kInvalidArgument) return;
+      if (!transport.Send(Fail(busy)).ok()) return;
+    }
+    return;
+  }
+  std::fprintf(stderr, "serve: %s: session start\n", owner.c_str());
+  Status st = Session(device_, &transport).Run();
+  std::fprintf(stderr, "serve: %s: session end%s%s\n", owner.c_str(), st.ok() ? "" : ": ",
+               st.ok() ? "" : st.ToString().c_str());
+  device_->Release();
+}
+
+}  // namespace flashpipe::fastboot

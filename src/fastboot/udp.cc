@@ -1,0 +1,341 @@
+#include "fastboot/udp.h"
+
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+
+#include "base/endian.h"
+#include "fastboot/net.h"
+#include "fastboot/protocol.h"
+#include "fastboot/session.h"
+
+namespace flashpipe::fastboot {
+namespace {
+
+void Wake(int fd) {
+  uint64_t one = 1;
+  (void)!::write(fd, &one, sizeof one);
+}
+
+// A client that sends nothing this long in the middle of a command is gone
+// (the 29.0.6 client retransmits every 500 ms while it waits).
+constexpr auto kDeadAfter = std::chrono::seconds(10);
+
+}  // namespace
+
+// --- UdpChannel -------------------------------------------------------------
+
+UdpChannel::UdpChannel(std::string peer, size_t inbound_limit, int wake_fd)
+    : peer_(std::move(peer)), inbound_limit_(inbound_limit), wake_fd_(wake_fd) {}
+
+Result<std::string> UdpChannel::ReadCommand(size_t max_size) {
+  std::unique_lock lock(mu_);
+  std::string msg;
+  size_t total = 0;
+  for (;;) {
+    waiting_for_command_ = total == 0;
+    cv_.wait(lock, [this] { return !inbound_.empty() || closed_; });
+    waiting_for_command_ = false;
+    if (inbound_.empty()) return Cancelled("udp client gone");
+    Chunk& c = inbound_.front();
+    size_t n = c.bytes.size() - head_offset_;
+    if (total + n <= max_size) msg.append(reinterpret_cast<const char*>(c.bytes.data()) + head_offset_, n);
+    total += n;
+    bool end = c.end_of_message;
+    inbound_bytes_ -= c.bytes.size();
+    inbound_.pop_front();
+    head_offset_ = 0;
+    cv_.notify_all();
+    if (end) break;
+  }
+  if (total > max_size) return InvalidArgument(fmt::format("command of {} bytes, max {}", total, max_size));
+  return msg;
+}
+
+Result<size_t> UdpChannel::ReadData(std::span<uint8_t> out) {
+  std::unique_lock lock(mu_);
+  cv_.wait(lock, [this] { return !inbound_.empty() || closed_; });
+  if (inbound_.empty()) return Cancelled("udp client gone in the data phase");
+  Chunk& c = inbound_.front();
+  size_t n = std::min(out.size(), c.bytes.size() - head_offset_);
+  std::memcpy(out.data(), c.bytes.data() + head_offset_, n);
+  head_offset_ += n;
+  if (head_offset_ == c.bytes.size()) {
+    inbound_bytes_ -= c.bytes.size();
+    inbound_.pop_front();
+    head_offset_ = 0;
+    cv_.notify_all();
+  }
+  return n;
+}
+
+Status UdpChannel::Send(std::string_view message) {
+  {
+    std::lock_guard lock(mu_);
+    if (closed_) return Cancelled("udp client gone");
+    outbound_.emplace_back(message.substr(0, kMaxResponse));
+  }
+  Wake(wake_fd_);
+  return Status::Ok();
+}
+
+void UdpChannel::PushInbound(std::span<const uint8_t> bytes, bool end_of_message) {
+  std::unique_lock lock(mu_);
+  cv_.wait(lock, [this] { return inbound_bytes_ < inbound_limit_ || closed_; });
+  if (closed_) return;
+  inbound_.push_back({{bytes.begin(), bytes.end()}, end_of_message});
+  inbound_bytes_ += bytes.size();
+  cv_.notify_all();
+}
+
+std::optional<std::string> UdpChannel::TakeOutbound() {
+  std::lock_guard lock(mu_);
+  if (outbound_.empty()) return std::nullopt;
+  std::string m = std::move(outbound_.front());
+  outbound_.pop_front();
+  return m;
+}
+
+void UdpChannel::Close() {
+  {
+    std::lock_guard lock(mu_);
+    closed_ = true;
+  }
+  cv_.notify_all();
+  Wake(wake_fd_);
+}
+
+bool UdpChannel::closed() const {
+  std::lock_guard lock(mu_);
+  return closed_;
+}
+
+bool UdpChannel::idle() const {
+  std::lock_guard lock(mu_);
+  return waiting_for_command_ && inbound_.empty() && outbound_.empty();
+}
+
+// --- UdpServer --------------------------------------------------------------
+
+bool UdpServer::Peer::operator==(const Peer& o) const {
+  return len == o.len && std::memcmp(&addr, &o.addr, len) == 0;
+}
+
+Result<std::unique_ptr<UdpServer>> UdpServer::Bind(const std::string& host_port, FastbootDevice* device,
+                                                   UdpOptions options) {
+  std::unique_ptr<UdpServer> s(new UdpServer());
+  FP_ASSIGN_OR_RETURN(s->fd_, BindSocket(host_port, SOCK_DGRAM));
+  s->wake_fd_.Reset(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  if (!s->wake_fd_.valid()) return ErrnoError("eventfd");
+  s->device_ = device;
+  s->options_ = options;
+  s->expected_seq_ = 1;
+  return s;
+}
+
+UdpServer::~UdpServer() {
+  stop_ = true;
+  {
+    std::lock_guard lock(mu_);
+    if (channel_) channel_->Close();
+  }
+  cv_.notify_all();
+  if (packet_thread_.joinable()) packet_thread_.join();
+  if (session_thread_.joinable()) session_thread_.join();
+}
+
+uint16_t UdpServer::port() const { return LocalPort(fd_.get()); }
+
+void UdpServer::Start() {
+  packet_thread_ = std::thread([this] { PacketLoop(); });
+  session_thread_ = std::thread([this] { SessionLoop(); });
+}
+
+void UdpServer::SessionLoop() {
+  for (;;) {
+    std::shared_ptr<UdpChannel> ch;
+    {
+      std::unique_lock lock(mu_);
+      cv_.wait(lock, [this] { return stop_ || next_session_ != nullptr; });
+      if (stop_) return;
+      ch = std::move(next_session_);
+    }
+    bool acquired = false;
+    while (!ch->closed() && !(acquired = device_->TryAcquire(ch->peer()))) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    if (acquired) {
+      std::fprintf(stderr, "serve: %s: session start\n", ch->peer().c_str());
+      Status st = Session(device_, ch.get()).Run();
+      std::fprintf(stderr, "serve: %s: session end%s%s\n", ch->peer().c_str(), st.ok() ? "" : ": ",
+                   st.ok() ? "" : st.ToString().c_str());
+    }
+    ch->Close();
+    if (acquired) device_->Release();
+  }
+}
+
+void UdpServer::PacketLoop() {
+  std::vector<uint8_t> buf(65536);
+  while (!stop_) {
+    pollfd fds[2] = {{fd_.get(), POLLIN, 0}, {wake_fd_.get(), POLLIN, 0}};
+    int r = ::poll(fds, 2, 100);
+    if (r < 0 && errno != EINTR) break;
+    if (fds[1].revents & POLLIN) {
+      uint64_t v;
+      (void)!::read(wake_fd_.get(), &v, sizeof v);
+      AnswerPendingPoll(false);
+    }
+    if (fds[0].revents & POLLIN) {
+      Peer from;
+      from.len = sizeof from.addr;
+      ssize_t n = ::recvfrom(fd_.get(), buf.data(), buf.size(), 0, reinterpret_cast<sockaddr*>(&from.addr),
+                             &from.len);
+      if (n >= 0) HandlePacket(from, std::span<const uint8_t>(buf.data(), static_cast<size_t>(n)));
+    }
+    auto now = Clock::now();
+    if (poll_pending_ && now - poll_since_ >= options_.keepalive) AnswerPendingPoll(true);
+    std::lock_guard lock(mu_);
+    if (channel_ && !channel_->closed()) {
+      bool idle = channel_->idle() && !poll_pending_;
+      if ((idle && now - last_heard_ > options_.stale_after) || (!idle && now - last_heard_ > kDeadAfter)) {
+        channel_->Close();  // ends the session; the device is free for others
+      }
+    }
+  }
+}
+
+void UdpServer::SendTo(const Peer& to, uint8_t id, uint16_t seq, std::string_view payload, bool save) {
+  std::vector<uint8_t> pkt(udp::kHeaderSize + payload.size());
+  pkt[0] = id;
+  pkt[1] = 0;
+  StoreBE16(&pkt[2], seq);
+  std::memcpy(pkt.data() + udp::kHeaderSize, payload.data(), payload.size());
+  ::sendto(fd_.get(), pkt.data(), pkt.size(), 0, reinterpret_cast<const sockaddr*>(&to.addr), to.len);
+  if (save) saved_ = std::move(pkt);
+}
+
+void UdpServer::HandlePacket(const Peer& from, std::span<const uint8_t> packet) {
+  if (packet.size() < udp::kHeaderSize) return;  // no seq to answer
+  uint8_t id = packet[0];
+  uint8_t flags = packet[1];
+  uint16_t seq = LoadBE16(&packet[2]);
+  auto payload = packet.subspan(udp::kHeaderSize);
+  if (peer_ && from == *peer_) last_heard_ = Clock::now();
+  switch (id) {
+    case udp::kIdQuery: {
+      uint8_t next[2];
+      StoreBE16(next, expected_seq_);
+      SendTo(from, udp::kIdQuery, seq, std::string_view(reinterpret_cast<char*>(next), 2), false);
+      return;
+    }
+    case udp::kIdInit:
+      return HandleInit(from, seq, payload);
+    case udp::kIdFastboot:
+      return HandleFastboot(from, flags, seq, payload);
+    default:
+      SendTo(from, udp::kIdError, seq, fmt::format("unknown packet id {}", id), false);
+  }
+}
+
+bool UdpServer::CanTakeOver(const Peer& from) const {
+  std::string owner = device_->owner();
+  if (!owner.empty() && owner.rfind("udp ", 0) != 0) return false;  // a TCP session
+  if (!channel_ || channel_->closed() || (peer_ && from == *peer_)) return true;
+  if (channel_->idle() && !poll_pending_) return true;
+  return Clock::now() - last_heard_ > options_.stale_after;
+}
+
+void UdpServer::HandleInit(const Peer& from, uint16_t seq, std::span<const uint8_t> payload) {
+  if (peer_ && from == *peer_ && seq == static_cast<uint16_t>(expected_seq_ - 1) && !saved_.empty() &&
+      saved_[0] == udp::kIdInit) {
+    ::sendto(fd_.get(), saved_.data(), saved_.size(), 0, reinterpret_cast<const sockaddr*>(&from.addr), from.len);
+    return;
+  }
+  if (payload.size() < 4) {
+    return SendTo(from, udp::kIdError, seq, fmt::format("init: {} payload bytes, need 4", payload.size()), false);
+  }
+  uint16_t version = LoadBE16(&payload[0]);
+  uint16_t host_max = LoadBE16(&payload[2]);
+  if (version < 1) return SendTo(from, udp::kIdError, seq, "init: protocol version 0", false);
+  if (host_max < udp::kMinPacketSize) {
+    return SendTo(from, udp::kIdError, seq, fmt::format("init: packet size {} < 512", host_max), false);
+  }
+  std::lock_guard lock(mu_);
+  if (!CanTakeOver(from)) {
+    std::string owner = device_->owner();
+    std::fprintf(stderr, "serve: udp %s refused: busy (%s)\n", FormatAddress(from.addr).c_str(), owner.c_str());
+    return SendTo(from, udp::kIdError, seq, fmt::format("busy: another session is active ({})", owner), false);
+  }
+  if (channel_) channel_->Close();
+  channel_ = std::make_shared<UdpChannel>(FormatAddress(from.addr), options_.inbound_limit, wake_fd_.get());
+  next_session_ = channel_;
+  cv_.notify_all();
+  peer_ = from;
+  last_heard_ = Clock::now();
+  poll_pending_ = false;
+  packet_size_ = std::min(host_max, options_.max_packet_size);
+  expected_seq_ = static_cast<uint16_t>(seq + 1);
+  uint8_t reply[4];
+  StoreBE16(&reply[0], 1);
+  StoreBE16(&reply[2], packet_size_);
+  SendTo(from, udp::kIdInit, seq, std::string_view(reinterpret_cast<char*>(reply), 4), true);
+}
+
+void UdpServer::HandleFastboot(const Peer& from, uint8_t flags, uint16_t seq, std::span<const uint8_t> payload) {
+  if (!peer_ || !(from == *peer_)) {
+    return SendTo(from, udp::kIdError, seq, "no session: send init first", false);
+  }
+  if (seq == static_cast<uint16_t>(expected_seq_ - 1) && !saved_.empty()) {
+    ::sendto(fd_.get(), saved_.data(), saved_.size(), 0, reinterpret_cast<const sockaddr*>(&from.addr), from.len);
+    return;
+  }
+  if (seq != expected_seq_ || (poll_pending_ && seq == poll_seq_)) return;
+  std::shared_ptr<UdpChannel> ch;
+  {
+    std::lock_guard lock(mu_);
+    if (channel_->closed()) {
+      // The session ended while the client was quiet (e.g. resparsing the
+      // next part): carry on in a new one; the device keeps the download.
+      if (!CanTakeOver(from)) {
+        return SendTo(from, udp::kIdError, seq, fmt::format("busy: another session is active ({})", device_->owner()), false);
+      }
+      channel_ = std::make_shared<UdpChannel>(FormatAddress(from.addr), options_.inbound_limit, wake_fd_.get());
+      next_session_ = channel_;
+      cv_.notify_all();
+    }
+    ch = channel_;
+  }
+  if (!payload.empty()) {
+    ch->PushInbound(payload, (flags & udp::kFlagContinuation) == 0);
+    SendTo(from, udp::kIdFastboot, seq, {}, true);
+    expected_seq_ = static_cast<uint16_t>(seq + 1);
+    return;
+  }
+  poll_pending_ = true;
+  poll_seq_ = seq;
+  poll_since_ = Clock::now();
+  AnswerPendingPoll(false);
+}
+
+void UdpServer::AnswerPendingPoll(bool keepalive_due) {
+  if (!poll_pending_ || !peer_) return;
+  std::shared_ptr<UdpChannel> ch;
+  {
+    std::lock_guard lock(mu_);
+    ch = channel_;
+  }
+  if (!ch) return;
+  std::optional<std::string> msg = ch->TakeOutbound();
+  if (!msg && ch->closed()) msg = Fail("session ended");
+  if (!msg && keepalive_due) msg = Info("still working");
+  if (!msg) return;
+  SendTo(*peer_, udp::kIdFastboot, poll_seq_, *msg, true);
+  expected_seq_ = static_cast<uint16_t>(poll_seq_ + 1);
+  poll_pending_ = false;
+}
+
+}  // namespace flashpipe::fastboot

@@ -1,0 +1,148 @@
+// Fastboot over UDP (AOSP fastboot/README.md, "UDP Protocol v1").
+//
+// Every host packet starts with [id][flags][seq_hi][seq_lo] and gets exactly
+// one answer echoing its seq: query (1) -> the next expected seq; init (2) ->
+// version 1 and the packet size (min of the host's and ours, >= 512);
+// fastboot (3) -> an empty ack for a packet carrying bytes (a command or
+// download data; flag bit 0 = continuation), or the next response for an
+// empty packet (a poll). A repeated seq gets the saved answer again; other
+// seqs are ignored. Errors go back as id 0 packets with a message.
+//
+// The packet engine (UdpServer::HandlePacket) runs on the server thread; the
+// session runs on its own thread and talks to it through a UdpChannel, the
+// Transport whose inbound bytes are the packets' payloads and whose outbound
+// messages answer polls. While the session is busy (a flash, an erase) a poll
+// stays pending; it is answered as soon as the session has something to say,
+// or every keepalive interval with an INFO line, so the client, which gives
+// up after 60 s of silence, keeps waiting.
+//
+// One client at a time: an init from another address while the session is in
+// the middle of a command (and its client was heard within stale_after) is
+// answered with an error packet "busy: ..."; otherwise the new client takes
+// over (each fastboot invocation is a new UDP client, there is no close).
+#pragma once
+
+#include <sys/socket.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "base/unique_fd.h"
+#include "fastboot/device.h"
+#include "fastboot/transport.h"
+
+namespace flashpipe::fastboot {
+
+namespace udp {
+inline constexpr uint8_t kIdError = 0;
+inline constexpr uint8_t kIdQuery = 1;
+inline constexpr uint8_t kIdInit = 2;
+inline constexpr uint8_t kIdFastboot = 3;
+inline constexpr uint8_t kFlagContinuation = 1;
+inline constexpr size_t kHeaderSize = 4;
+inline constexpr uint16_t kMinPacketSize = 512;
+}  // namespace udp
+
+// The session side of one UDP client. Thread-safe between the server thread
+// (Push*, TakeOutbound, Close) and the session thread (Transport methods).
+class UdpChannel : public Transport {
+ public:
+  UdpChannel(std::string peer, size_t inbound_limit, int wake_fd);
+
+  Result<std::string> ReadCommand(size_t max_size) override;
+  Result<size_t> ReadData(std::span<uint8_t> out) override;
+  Status Send(std::string_view message) override;
+  std::string peer() const override { return "udp " + peer_; }
+
+  // Server side. PushInbound blocks while the inbound queue is over its limit.
+  void PushInbound(std::span<const uint8_t> bytes, bool end_of_message);
+  std::optional<std::string> TakeOutbound();
+  void Close();
+  bool closed() const;
+  // True while the session waits for a command with nothing queued either way.
+  bool idle() const;
+
+ private:
+  struct Chunk {
+    std::vector<uint8_t> bytes;
+    bool end_of_message;
+  };
+  std::string peer_;
+  size_t inbound_limit_;
+  int wake_fd_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Chunk> inbound_;
+  size_t inbound_bytes_ = 0;
+  size_t head_offset_ = 0;  // bytes of inbound_.front() already read
+  std::deque<std::string> outbound_;
+  bool closed_ = false;
+  bool waiting_for_command_ = false;
+};
+
+struct UdpOptions {
+  uint16_t max_packet_size = 8192;
+  std::chrono::milliseconds keepalive{5000};
+  std::chrono::milliseconds stale_after{3000};
+  size_t inbound_limit = 4 << 20;
+};
+
+class UdpServer {
+ public:
+  static Result<std::unique_ptr<UdpServer>> Bind(const std::string& host_port, FastbootDevice* device,
+                                                 UdpOptions options = {});
+  ~UdpServer();
+  uint16_t port() const;
+  void Start();
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  struct Peer {
+    sockaddr_storage addr{};
+    socklen_t len = 0;
+    bool operator==(const Peer& o) const;
+  };
+  UdpServer() = default;
+  void PacketLoop();
+  void SessionLoop();
+  void HandlePacket(const Peer& from, std::span<const uint8_t> packet);
+  void HandleInit(const Peer& from, uint16_t seq, std::span<const uint8_t> payload);
+  void HandleFastboot(const Peer& from, uint8_t flags, uint16_t seq, std::span<const uint8_t> payload);
+  void AnswerPendingPoll(bool keepalive_due);
+  void SendTo(const Peer& to, uint8_t id, uint16_t seq, std::string_view payload, bool save);
+  bool CanTakeOver(const Peer& from) const;
+
+  UniqueFd fd_;
+  UniqueFd wake_fd_;  // eventfd: the session queued a response
+  FastbootDevice* device_ = nullptr;
+  UdpOptions options_;
+  std::atomic<bool> stop_{false};
+  std::thread packet_thread_;
+  std::thread session_thread_;
+
+  // Packet-thread state.
+  uint16_t expected_seq_ = 0;
+  std::optional<Peer> peer_;
+  uint16_t packet_size_ = udp::kMinPacketSize;
+  std::vector<uint8_t> saved_;  // last answer to peer_, for a repeated seq
+  Clock::time_point last_heard_{};
+  bool poll_pending_ = false;
+  uint16_t poll_seq_ = 0;
+  Clock::time_point poll_since_{};
+
+  // Handed from the packet thread to the session thread.
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::shared_ptr<UdpChannel> channel_;        // current client
+  std::shared_ptr<UdpChannel> next_session_;   // waiting to run
+};
+
+}  // namespace flashpipe::fastboot
