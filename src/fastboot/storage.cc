@@ -55,6 +55,12 @@ bool IsValidName(std::string_view name) {
 
 }  // namespace
 
+io::Device Storage::DeviceOf(const Backing& b, const Partition& p) {
+  io::Device dev{p.name, b.queue, b.geometry, p.offset, p.size};
+  if (b.target != nullptr && !b.geometry.block_device) dev.file_fd = b.target->fd();
+  return dev;
+}
+
 Result<PartitionSpec> ParsePartitionSpec(std::string_view text) {
   size_t eq = text.find('=');
   if (eq == std::string_view::npos) {
@@ -217,7 +223,7 @@ Status Storage::Write(const Partition& p, std::span<const uint8_t> image, bool i
                       const ProgressFn& progress) {
   if (options_.discard_writes) return Status::Ok();
   const Backing& b = *backings_[p.backing];
-  io::Device dev{p.name, b.queue, b.geometry, p.offset, p.size};
+  io::Device dev = DeviceOf(b, p);
   std::unique_ptr<sparse::Sink> sink;
   io::ImageWriter* writer = nullptr;
   if (options_.bounce_blocks > 0) {
@@ -253,7 +259,7 @@ Status Storage::Erase(const Partition& p) {
     if (st.ok()) return b.queue->Sync();
   }
   // Fallback: real zeros through the writer (bounds-checked there).
-  io::Device dev{p.name, b.queue, b.geometry, p.offset, p.size};
+  io::Device dev = DeviceOf(b, p);
   io::WriterOptions wo{.request_size = options_.request_size, .queue_depth = options_.queue_depth,
                        .zero_mode = io::ZeroMode::kWrite};
   FP_ASSIGN_OR_RETURN(auto writer, io::ImageWriter::Create({dev}, wo));

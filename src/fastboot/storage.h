@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "io/image_writer.h"
 #include "io/io_queue.h"
 #include "io/target.h"
 
@@ -87,6 +88,7 @@ class Storage {
   struct Backing;
   Storage();
   Status AddPartition(Partition p);
+  static io::Device DeviceOf(const Backing& b, const Partition& p);
   std::vector<std::unique_ptr<Backing>> backings_;
   std::vector<Partition> partitions_;
   WriteOptions options_;

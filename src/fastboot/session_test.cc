@@ -1,0 +1,372 @@
+#include "fastboot/session.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+
+#include "fastboot/protocol.h"
+#include "testing/fastboot_fakes.h"
+#include "testing/fault_queue.h"
+#include "testing/sparse_builder.h"
+
+namespace flashpipe::fastboot {
+namespace {
+
+using testing::MemQueue;
+using testing::ScriptedTransport;
+using testing::SparseBuilder;
+
+constexpr uint64_t kMiB = 1 << 20;
+constexpr uint8_t kGuard = 0xEE;
+
+std::string Hex8(size_t n) { return fmt::format("{:08x}", n); }
+
+class SessionTest : public ::testing::Test {
+ protected:
+  void SetUp() override { Make({}); }
+
+  void Make(DeviceConfig config, io::IoQueue* queue = nullptr) {
+    parts_ = {{"boot_a", 0, 1 * kMiB, kMiB},
+              {"boot_b", 0, 2 * kMiB, kMiB},
+              {"system", 0, 3 * kMiB, 2 * kMiB},
+              {"misc", 0, 5 * kMiB + 4096, 64 * 1024}};
+    for (const auto& p : parts_) mem_.Allow(p.offset, p.size);
+    io::Geometry g{.size = mem_.disk().size(), .logical_block = 512, .physical_block = 4096,
+                   .mem_align = 512, .offset_align = 512, .max_request = kMiB, .direct = false};
+    if (config.max_download_size == 256u << 20) config.max_download_size = 2 * kMiB;
+    device_ = std::make_unique<FastbootDevice>(config, Storage::ForQueue(queue ? queue : &mem_, g, parts_),
+                                               *PersistentState::Load(""));
+  }
+
+  // Runs one session over the script; returns the non-INFO responses.
+  std::vector<std::string> Run(ScriptedTransport& t) {
+    Status st = Session(device_.get(), &t).Run();
+    EXPECT_TRUE(st.ok()) << st.ToString();
+    return t.Finals();
+  }
+  std::string One(const std::string& command) {
+    ScriptedTransport t;
+    t.Command(command);
+    auto r = Run(t);
+    return r.empty() ? "" : r.back();
+  }
+  std::vector<uint8_t> Bytes(const Partition& p) {
+    return {mem_.disk().begin() + p.offset, mem_.disk().begin() + p.offset + p.size};
+  }
+  // Every byte outside every partition still holds the guard.
+  void ExpectGuardsIntact() {
+    std::vector<bool> inside(mem_.disk().size());
+    for (const auto& p : parts_) std::fill(inside.begin() + p.offset, inside.begin() + p.offset + p.size, true);
+    for (size_t i = 0; i < inside.size(); ++i) {
+      if (!inside[i] && mem_.disk()[i] != kGuard) {
+        ADD_FAILURE() << "guard byte " << i << " changed";
+        return;
+      }
+    }
+    EXPECT_TRUE(mem_.violations().empty()) << mem_.violations()[0];
+  }
+  std::vector<std::string> Flash(const std::string& part, const std::vector<uint8_t>& image, size_t slice = SIZE_MAX) {
+    ScriptedTransport t;
+    t.SetMaxSlice(slice);
+    t.Command("download:" + Hex8(image.size())).Data(image).Command("flash:" + part);
+    return Run(t);
+  }
+
+  MemQueue mem_{8 * kMiB, kGuard};
+  std::vector<Partition> parts_;
+  std::unique_ptr<FastbootDevice> device_;
+};
+
+TEST_F(SessionTest, GetvarEachVariable) {
+  EXPECT_EQ(One("getvar:version"), "OKAY0.4");
+  EXPECT_EQ(One("getvar:version-bootloader"), "OKAYflashpipe-" FLASHPIPE_VERSION);
+  EXPECT_EQ(One("getvar:version-baseband"), "OKAYN/A");
+  EXPECT_EQ(One("getvar:product"), "OKAYflashpipe");
+  EXPECT_EQ(One("getvar:serialno"), "OKAYflashpipe");
+  EXPECT_EQ(One("getvar:max-download-size"), "OKAY0x00200000");
+  EXPECT_EQ(One("getvar:partition-size:system"), "OKAY0x0000000000200000");
+  EXPECT_EQ(One("getvar:partition-size:boot"), "OKAY0x0000000000100000");  // current slot
+  EXPECT_EQ(One("getvar:partition-type:system"), "OKAYraw");
+  EXPECT_EQ(One("getvar:has-slot:boot"), "OKAYyes");
+  EXPECT_EQ(One("getvar:has-slot:system"), "OKAYno");
+  EXPECT_EQ(One("getvar:current-slot"), "OKAYa");
+  EXPECT_EQ(One("getvar:slot-count"), "OKAY2");
+  EXPECT_EQ(One("getvar:is-logical:system"), "OKAYno");
+  EXPECT_EQ(One("getvar:is-userspace"), "OKAYno");
+  EXPECT_EQ(One("getvar:secure"), "OKAYno");
+  EXPECT_EQ(One("getvar:unlocked"), "OKAYyes");
+  EXPECT_EQ(One("getvar:logical-block-size"), "OKAY0x200");
+  EXPECT_EQ(One("getvar:erase-block-size"), "OKAY0x1000");
+}
+
+TEST_F(SessionTest, GetvarFailures) {
+  EXPECT_EQ(One("getvar:nonsense"), "FAILunknown variable 'nonsense'");
+  EXPECT_EQ(One("getvar:partition-size:nope"), "FAILpartition 'nope' not found");
+  EXPECT_EQ(One("getvar:has-slot:nope"), "FAILpartition 'nope' not found");
+  EXPECT_EQ(One("getvar:partition-size:"), "FAILmissing partition name");
+  EXPECT_EQ(One("getvar:"), "FAILunknown variable ''");
+}
+
+TEST_F(SessionTest, GetvarAllListsEveryVariableAsInfo) {
+  ScriptedTransport t;
+  t.Command("getvar:all");
+  EXPECT_EQ(Run(t), std::vector<std::string>{"OKAY"});
+  auto infos = t.Infos();
+  auto has = [&](const std::string& line) { return std::find(infos.begin(), infos.end(), line) != infos.end(); };
+  EXPECT_TRUE(has("version:0.4"));
+  EXPECT_TRUE(has("max-download-size:0x00200000"));
+  EXPECT_TRUE(has("partition-size:system:0x0000000000200000"));
+  EXPECT_TRUE(has("partition-type:boot_b:raw"));
+  EXPECT_TRUE(has("is-logical:misc:no"));
+  EXPECT_TRUE(has("current-slot:a"));
+  EXPECT_GE(infos.size(), 13u + 4 * 4);
+  for (const auto& s : t.sent()) EXPECT_LE(s.size(), kMaxResponse);
+}
+
+TEST_F(SessionTest, FlashRawWritesExactlyThePartition) {
+  auto image = SparseBuilder::RandomBytes(kMiB, 7);
+  EXPECT_EQ(Flash("system", image), (std::vector<std::string>{"OKAY", "OKAY"}));
+  auto got = Bytes(parts_[2]);
+  EXPECT_TRUE(std::equal(image.begin(), image.end(), got.begin()));
+  EXPECT_TRUE(std::all_of(got.begin() + kMiB, got.end(), [](uint8_t b) { return b == kGuard; }));
+  ExpectGuardsIntact();
+}
+
+TEST_F(SessionTest, FlashRawOddSizeAndByteSlices) {
+  auto image = SparseBuilder::RandomBytes(5000, 3);
+  EXPECT_EQ(Flash("misc", image, 1), (std::vector<std::string>{"OKAY", "OKAY"}));
+  auto got = Bytes(parts_[3]);
+  EXPECT_TRUE(std::equal(image.begin(), image.end(), got.begin()));
+  EXPECT_EQ(got[5000], kGuard);
+  ExpectGuardsIntact();
+}
+
+TEST_F(SessionTest, FlashSparseDecodedWhileArrivingInSmallSlices) {
+  SparseBuilder b(4096);
+  b.RawBlocks(3, 1).Fill(4, 0x11223344).DontCare(2).RawBlocks(1, 2).Fill(20, 0).Crc();
+  auto simg = b.Build();
+  EXPECT_EQ(Flash("system", simg, 777), (std::vector<std::string>{"OKAY", "OKAY"}));
+  auto got = Bytes(parts_[2]);
+  const auto& want = b.expanded();
+  EXPECT_TRUE(std::equal(want.begin(), want.begin() + 7 * 4096, got.begin()));
+  EXPECT_TRUE(std::all_of(got.begin() + 7 * 4096, got.begin() + 9 * 4096, [](uint8_t x) { return x == kGuard; }))
+      << "DONT_CARE must not be written";
+  EXPECT_TRUE(std::equal(want.begin() + 9 * 4096, want.end(), got.begin() + 9 * 4096));
+  ExpectGuardsIntact();
+}
+
+TEST_F(SessionTest, FlashSplitPartsIncludingTruncatedPadding) {
+  // What 29.0.6 sends for a raw image of 5 blocks + 1234 bytes with -S: every
+  // part has the whole image's total_blks; parts 2.. start with DONT_CARE;
+  // parts 1..N-1 lack their final DONT_CARE (one chunk fewer than counted).
+  auto whole = SparseBuilder::RandomBytes(6 * 4096, 9);
+  SparseBuilder p1(4096), p2(4096);
+  p1.Raw(std::span(whole).first(3 * 4096)).SetTotalBlocks(6).SetTotalChunks(2);
+  p2.DontCare(3).Raw(std::span(whole).subspan(3 * 4096)).SetTotalBlocks(6);
+  EXPECT_EQ(Flash("system", p1.Build()), (std::vector<std::string>{"OKAY", "OKAY"}));
+  EXPECT_EQ(Flash("system", p2.Build()), (std::vector<std::string>{"OKAY", "OKAY"}));
+  auto got = Bytes(parts_[2]);
+  EXPECT_TRUE(std::equal(whole.begin(), whole.end(), got.begin()));
+  ExpectGuardsIntact();
+}
+
+TEST_F(SessionTest, CorruptSparseFailsWithReasonAndWritesNothing) {
+  SparseBuilder b(4096);
+  b.RawBlocks(2, 1).Chunk(sparse::kChunkRaw, 1, std::vector<uint8_t>(100, 1)).RawBlocks(1, 3);
+  auto before = mem_.disk();
+  auto r = Flash("system", b.Build());
+  ASSERT_EQ(r.size(), 2u);
+  EXPECT_EQ(r[0], "OKAY");
+  EXPECT_TRUE(r[1].rfind("FAILinvalid sparse image: chunk 1", 0) == 0) << r[1];
+  EXPECT_EQ(mem_.disk(), before);
+  EXPECT_EQ(mem_.bytes_written(), 0u);
+}
+
+TEST_F(SessionTest, ImageBiggerThanPartitionFailsBeforeWriting) {
+  auto before = mem_.disk();
+  auto r = Flash("boot_a", SparseBuilder::RandomBytes(kMiB + 4096, 1));
+  EXPECT_EQ(r.back(), "FAILimage of 1052672 bytes > partition 'boot_a' of 1048576 bytes");
+  SparseBuilder b(4096);
+  b.RawBlocks(1, 1).DontCare(1000);  // expands past the 64 KiB partition
+  r = Flash("misc", b.Build());
+  EXPECT_TRUE(r.back().rfind("FAILimage of 4100096 bytes > partition 'misc'", 0) == 0) << r.back();
+  EXPECT_EQ(mem_.disk(), before);
+}
+
+TEST_F(SessionTest, DownloadLimitsAndMalformedSizes) {
+  EXPECT_EQ(One("download:00200001"), "FAILdownload of 2097153 bytes > max-download-size 2097152");
+  EXPECT_EQ(One("download:00000000"), "FAILdownload size 0");
+  EXPECT_EQ(One("download:1234"), "FAILdownload size '1234' is not 8 hex digits");
+  EXPECT_EQ(One("download:0000zz00"), "FAILdownload size '0000zz00' is not hex");
+  EXPECT_EQ(One("flash:system"), "FAILno image downloaded");
+  EXPECT_EQ(One("flash:nope"), "FAILpartition 'nope' not found");
+}
+
+TEST_F(SessionTest, ClientGoneMidDownloadWritesNothing) {
+  ScriptedTransport t;
+  t.Command("download:00001000").Data(std::string(100, 'x')).Close();
+  auto r = Run(t);
+  EXPECT_EQ(t.sent(), std::vector<std::string>{"DATA00001000"});
+  EXPECT_EQ(One("flash:system"), "FAILno image downloaded");
+  EXPECT_EQ(mem_.bytes_written(), 0u);
+}
+
+TEST_F(SessionTest, EraseZeroesOnlyThePartition) {
+  Flash("boot_b", SparseBuilder::RandomBytes(kMiB, 5));
+  EXPECT_EQ(One("erase:boot_b"), "OKAY");
+  auto got = Bytes(parts_[1]);
+  EXPECT_TRUE(std::all_of(got.begin(), got.end(), [](uint8_t b) { return b == 0; }));
+  EXPECT_EQ(One("erase:nope"), "FAILpartition 'nope' not found");
+  ExpectGuardsIntact();
+}
+
+TEST_F(SessionTest, SetActiveSelectsTheSlotForUnsuffixedNames) {
+  EXPECT_EQ(One("set_active:b"), "OKAY");
+  EXPECT_EQ(One("getvar:current-slot"), "OKAYb");
+  EXPECT_EQ(One("set_active:_a"), "OKAY");
+  EXPECT_EQ(One("set_active:c"), "FAILslot 'c' is not a or b");
+  EXPECT_EQ(One("set_active:b"), "OKAY");
+  auto image = SparseBuilder::RandomBytes(4096, 11);
+  Flash("boot", image);
+  auto b = Bytes(parts_[1]);
+  EXPECT_TRUE(std::equal(image.begin(), image.end(), b.begin()));
+  EXPECT_EQ(Bytes(parts_[0])[0], kGuard);
+}
+
+TEST_F(SessionTest, LockedDeviceRefusesDownloadFlashErase) {
+  EXPECT_EQ(One("flashing lock"), "OKAY");
+  EXPECT_EQ(One("getvar:unlocked"), "OKAYno");
+  EXPECT_EQ(One("download:00001000"), "FAILdownload: device is locked (fastboot flashing unlock)");
+  EXPECT_EQ(One("flash:system"), "FAILflash: device is locked (fastboot flashing unlock)");
+  EXPECT_EQ(One("erase:system"), "FAILerase: device is locked (fastboot flashing unlock)");
+  ScriptedTransport t;
+  t.Command("flashing get_unlock_ability");
+  EXPECT_EQ(Run(t), std::vector<std::string>{"OKAY"});
+  EXPECT_EQ(t.Infos(), std::vector<std::string>{"get_unlock_ability: 1"});
+  EXPECT_EQ(One("flashing unlock"), "OKAY");
+  EXPECT_EQ(One("flashing lock_critical"), "FAILflashing lock_critical: not supported");
+  EXPECT_EQ(mem_.bytes_written(), 0u);
+}
+
+TEST_F(SessionTest, UnlockRefusedWhenNotAllowed) {
+  Make({.unlock_allowed = false});
+  EXPECT_EQ(One("flashing lock"), "OKAY");
+  EXPECT_EQ(One("flashing unlock"), "FAILunlocking is not allowed on this device");
+  EXPECT_EQ(One("getvar:unlocked"), "OKAYno");
+}
+
+TEST_F(SessionTest, RebootAnswersThenEndsTheSession) {
+  for (const char* cmd : {"reboot", "reboot-bootloader", "reboot-fastboot", "reboot-recovery", "continue", "shutdown"}) {
+    ScriptedTransport t;
+    t.Command(cmd).Command("getvar:version");
+    EXPECT_EQ(Run(t), std::vector<std::string>{"OKAY"}) << cmd;
+  }
+}
+
+TEST_F(SessionTest, ShutdownRunsTheHookAndCanEndTheDaemon) {
+  char dir[] = "/tmp/fbtestXXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  std::string marker = std::string(dir) + "/down";
+  Make({.on_shutdown = "touch " + marker, .exit_on_shutdown = true});
+  EXPECT_EQ(One("shutdown"), "OKAY");
+  EXPECT_EQ(access(marker.c_str(), F_OK), 0);
+  EXPECT_TRUE(device_->exit_requested());
+  unlink(marker.c_str());
+  rmdir(dir);
+}
+
+TEST_F(SessionTest, OemRunsOnlyConfiguredCommands) {
+  EXPECT_EQ(One("oem unlock-everything"), "FAILoem unlock-everything: not configured");
+  Make({.oem = {{"hello", "echo hello $1; echo second"}, {"bad", "exit 3"}}});
+  ScriptedTransport t;
+  t.Command("oem hello world");
+  EXPECT_EQ(Run(t), std::vector<std::string>{"OKAY"});
+  EXPECT_EQ(t.Infos(), (std::vector<std::string>{"hello world", "second"}));
+  EXPECT_EQ(One("oem bad"), "FAILoem bad: exit status 3");
+  EXPECT_EQ(One("oem"), "FAILoem: missing command");
+}
+
+TEST_F(SessionTest, MalformedCommandsFailAndTheSessionGoesOn) {
+  ScriptedTransport t;
+  t.Command("").Command(std::string("get\x01var", 7)).Command(std::string(65, 'g')).Command("frobnicate")
+      .Command("getvar:version");
+  auto r = Run(t);
+  ASSERT_EQ(r.size(), 5u);
+  EXPECT_EQ(r[0], "FAILempty command");
+  EXPECT_EQ(r[1], "FAILcommand byte 3 is 0x01, not printable ASCII");
+  EXPECT_TRUE(r[2].rfind("FAILcommand of 65 bytes", 0) == 0) << r[2];
+  EXPECT_EQ(r[3], "FAILunknown command 'frobnicate'");
+  EXPECT_EQ(r[4], "OKAY0.4");
+}
+
+TEST_F(SessionTest, LongFailureReasonGoesOutAsInfoThenShortFail) {
+  SparseBuilder b(4096);
+  b.RawBlocks(1, 1).Chunk(0xBEEF, 1, {});
+  ScriptedTransport t;
+  auto simg = b.Build();
+  t.Command("download:" + Hex8(simg.size())).Data(simg).Command("flash:system");
+  Run(t);
+  for (const auto& s : t.sent()) EXPECT_LE(s.size(), kMaxResponse);
+  std::string joined;
+  for (const auto& i : t.Infos()) joined += i;
+  EXPECT_NE(joined.find("chunk 1"), std::string::npos) << joined;
+  EXPECT_TRUE(t.Finals().back().rfind("FAILinvalid sparse image", 0) == 0);
+}
+
+TEST_F(SessionTest, WriteBehindQueuesAndGetvarWaits) {
+  Make({.write_behind = true});
+  auto a = SparseBuilder::RandomBytes(kMiB, 21), b = SparseBuilder::RandomBytes(kMiB, 22);
+  ScriptedTransport t;
+  t.Command("download:" + Hex8(a.size())).Data(a).Command("flash:system")
+      .Command("download:" + Hex8(b.size())).Data(b).Command("flash:boot_a").Command("getvar:version");
+  EXPECT_EQ(Run(t), (std::vector<std::string>{"OKAY", "OKAYqueued (write-behind)", "OKAY",
+                                              "OKAYqueued (write-behind)", "OKAY0.4"}));
+  auto s = Bytes(parts_[2]);
+  auto boot = Bytes(parts_[0]);
+  EXPECT_TRUE(std::equal(a.begin(), a.end(), s.begin()));
+  EXPECT_TRUE(std::equal(b.begin(), b.end(), boot.begin()));
+  ExpectGuardsIntact();
+}
+
+TEST_F(SessionTest, WriteBehindErrorIsReportedByTheNextCommand) {
+  testing::FaultQueue faulty(&mem_);
+  faulty.FailWrites(3 * kMiB + 4096, EIO);
+  Make({.write_behind = true}, &faulty);
+  auto a = SparseBuilder::RandomBytes(kMiB, 21);
+  ScriptedTransport t;
+  t.Command("download:" + Hex8(a.size())).Data(a).Command("flash:system").Command("getvar:version")
+      .Command("getvar:version");
+  auto r = Run(t);
+  ASSERT_EQ(r.size(), 4u);
+  EXPECT_EQ(r[1], "OKAYqueued (write-behind)");
+  EXPECT_TRUE(r[2].rfind("FAILwrite-behind flash: partition 'system'", 0) == 0) << r[2];
+  EXPECT_EQ(r[3], "OKAY0.4");
+}
+
+TEST(PersistentStateTest, SurvivesReload) {
+  char dir[] = "/tmp/fbstateXXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  std::string path = std::string(dir) + "/state";
+  {
+    auto s = PersistentState::Load(path);
+    ASSERT_TRUE(s.ok());
+    EXPECT_EQ(s->slot(), 'a');
+    EXPECT_TRUE(s->SetSlot('b').ok());
+    EXPECT_TRUE(s->SetLocked(true).ok());
+    EXPECT_FALSE(s->SetSlot('c').ok());
+  }
+  auto s = PersistentState::Load(path);
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->slot(), 'b');
+  EXPECT_TRUE(s->locked());
+  FILE* f = fopen(path.c_str(), "w");
+  fputs("slot=z\n", f);
+  fclose(f);
+  EXPECT_EQ(PersistentState::Load(path).status().code(), Code::kCorrupt);
+  unlink(path.c_str());
+  rmdir(dir);
+}
+
+}  // namespace
+}  // namespace flashpipe::fastboot

@@ -1,0 +1,156 @@
+// Fakes for fastboot tests and the protocol fuzzer (header-only, links only
+// flashpipe_io):
+//
+//   MemQueue       an IoQueue over a byte vector; every op must fall inside
+//                  one of the allowed windows (the partitions), otherwise it
+//                  is recorded as a violation (or aborts, for the fuzzer).
+//   ScriptedTransport  a Transport that replays scripted commands and data
+//                  and records every response.
+#pragma once
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "base/status.h"
+#include "fastboot/protocol.h"
+#include "fastboot/transport.h"
+#include "io/io_queue.h"
+
+namespace flashpipe::testing {
+
+class MemQueue final : public io::IoQueue {
+ public:
+  explicit MemQueue(size_t size, uint8_t fill = 0) : disk_(size, fill) {}
+
+  void Allow(uint64_t offset, uint64_t length) { windows_.emplace_back(offset, offset + length); }
+  void AbortOnViolation(bool on) { abort_ = on; }
+  const std::vector<std::string>& violations() const { return violations_; }
+  std::vector<uint8_t>& disk() { return disk_; }
+  uint64_t bytes_written() const { return bytes_written_; }
+
+  std::string_view name() const override { return "mem"; }
+  unsigned depth() const override { return 8; }
+  unsigned in_flight() const override { return static_cast<unsigned>(done_.size()); }
+
+  Status Submit(const io::IoOp& op) override {
+    io::IoCompletion c{op.tag, Run(op)};
+    done_.push_back(std::move(c));
+    return Status::Ok();
+  }
+  Result<io::IoCompletion> Wait() override {
+    io::IoCompletion c = std::move(done_.front());
+    done_.pop_front();
+    return c;
+  }
+  Status Sync() override { return Status::Ok(); }
+
+ private:
+  Status Run(const io::IoOp& op) {
+    bool inside = std::any_of(windows_.begin(), windows_.end(), [&](const auto& w) {
+      return op.offset >= w.first && op.length <= w.second - std::min(w.second, op.offset) &&
+             op.offset + op.length <= w.second;
+    });
+    if (op.kind != io::OpKind::kRead && !inside) {
+      std::string v = "op kind " + std::to_string(static_cast<int>(op.kind)) + " at " +
+                      std::to_string(op.offset) + "+" + std::to_string(op.length) + " outside every partition";
+      if (abort_) {
+        std::fprintf(stderr, "MemQueue: %s\n", v.c_str());
+        std::abort();
+      }
+      violations_.push_back(v);
+    }
+    if (op.offset > disk_.size() || op.length > disk_.size() - op.offset) {
+      return IoError("mem: op beyond the end of the disk", EIO);
+    }
+    uint8_t* at = disk_.data() + op.offset;
+    switch (op.kind) {
+      case io::OpKind::kWrite: std::memcpy(at, op.buf, op.length); bytes_written_ += op.length; break;
+      case io::OpKind::kRead: std::memcpy(op.buf, at, op.length); break;
+      case io::OpKind::kZeroOut:
+      case io::OpKind::kPunchHole:
+      case io::OpKind::kDiscard: std::memset(at, 0, op.length); break;
+    }
+    return Status::Ok();
+  }
+
+  std::vector<uint8_t> disk_;
+  std::vector<std::pair<uint64_t, uint64_t>> windows_;
+  std::deque<io::IoCompletion> done_;
+  std::vector<std::string> violations_;
+  uint64_t bytes_written_ = 0;
+  bool abort_ = false;
+};
+
+class ScriptedTransport final : public fastboot::Transport {
+ public:
+  ScriptedTransport& Command(std::string c) { in_.push_back({Kind::kCommand, std::move(c)}); return *this; }
+  ScriptedTransport& Data(std::string_view bytes) { in_.push_back({Kind::kData, std::string(bytes)}); return *this; }
+  ScriptedTransport& Data(const std::vector<uint8_t>& bytes) {
+    return Data(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
+  }
+  // The client goes away here.
+  ScriptedTransport& Close() { in_.push_back({Kind::kClose, {}}); return *this; }
+  // At most this many bytes per ReadData call (to test slicing).
+  void SetMaxSlice(size_t n) { max_slice_ = n; }
+
+  const std::vector<std::string>& sent() const { return sent_; }
+  // The OKAY and FAIL responses, in order (no INFO, no DATA).
+  std::vector<std::string> Finals() const {
+    std::vector<std::string> out;
+    for (const auto& s : sent_)
+      if (s.rfind("INFO", 0) != 0 && s.rfind("DATA", 0) != 0) out.push_back(s);
+    return out;
+  }
+  std::vector<std::string> Infos() const {
+    std::vector<std::string> out;
+    for (const auto& s : sent_)
+      if (s.rfind("INFO", 0) == 0) out.push_back(s.substr(4));
+    return out;
+  }
+  void ClearSent() { sent_.clear(); }
+
+  Result<std::string> ReadCommand(size_t max_size) override {
+    if (in_.empty() || in_.front().kind == Kind::kClose) return Cancelled("script: closed");
+    Item item = std::move(in_.front());
+    in_.pop_front();
+    if (item.bytes.size() > max_size) return InvalidArgument("command of " + std::to_string(item.bytes.size()) + " bytes");
+    return item.bytes;
+  }
+  Result<size_t> ReadData(std::span<uint8_t> out) override {
+    if (in_.empty() || in_.front().kind != Kind::kData) return Cancelled("script: no data");
+    Item& item = in_.front();
+    size_t n = std::min({out.size(), item.bytes.size() - offset_, max_slice_});
+    std::memcpy(out.data(), item.bytes.data() + offset_, n);
+    offset_ += n;
+    if (offset_ == item.bytes.size()) {
+      in_.pop_front();
+      offset_ = 0;
+    }
+    return n;
+  }
+  Status Send(std::string_view message) override {
+    if (message.size() > fastboot::kMaxResponse) std::abort();  // the contract
+    sent_.emplace_back(message);
+    return Status::Ok();
+  }
+  std::string peer() const override { return "script"; }
+
+ private:
+  enum class Kind { kCommand, kData, kClose };
+  struct Item {
+    Kind kind;
+    std::string bytes;
+  };
+  std::deque<Item> in_;
+  size_t offset_ = 0;
+  size_t max_slice_ = SIZE_MAX;
+  std::vector<std::string> sent_;
+};
+
+}  // namespace flashpipe::testing
