@@ -1,13 +1,74 @@
-// PLACEHOLDER until the owning part lands: replace this file.
+// flashpipe write [options] IMAGE TARGET...
+// Writes one image (sparse, raw, parts, stdin, compressed, or raw + bmap) to
+// one or more regular files or block devices at once; see src/input/write_job.h.
+#include <unistd.h>
+
 #include <cstdio>
 
+#include "base/units.h"
+#include "input/write_job.h"
 #include "tools/commands.h"
+#include "tools/sparse_tools.h"
 
 namespace flashpipe::tools {
+namespace {
 
-int RunWrite(int, char**) {
-  std::fprintf(stderr, "flashpipe: not built yet\n");
-  return 2;
+struct Flags {
+  std::string zero_mode = "auto", backend = "auto", request_size;
+  bool verify_only = false, json = false, no_progress = false, no_crc_check = false;
+};
+
+void AddFlags(CLI::App& app, input::WriteRequest& r, Flags& f) {
+  app.add_option("IMAGE", r.image, "image: a file, - for stdin, or sparse parts a.simg,b.simg")->required();
+  app.add_option("TARGET", r.targets, "regular files or block devices, written at once")->required();
+  app.add_option("--bmap", r.source.bmap_path, "bmaptool block map of a raw image: write only its mapped ranges");
+  app.add_flag("--verify", r.writer.verify, "read every target back (O_DIRECT) and compare");
+  app.add_flag("--verify-only", f.verify_only, "do not write: compare the targets with the image");
+  app.add_flag("--force", r.force, "write to a block device even if it is mounted or in use");
+  app.add_flag("--first-block-last", r.writer.first_block_last, "write the first MiB only after all else succeeded");
+  app.add_option("--zero-mode", f.zero_mode, "zero ranges: auto (zeroout/holes) or write (real zeros)");
+  app.add_flag("--discard", r.writer.discard, "DONT_CARE ranges: BLKDISCARD on block devices");
+  app.add_option("--io-backend", f.backend, "auto, io_uring, threads or sync");
+  app.add_option("--request-size", f.request_size, "bytes per device request (default: from the target)");
+  app.add_option("--queue-depth", r.writer.queue_depth, "requests in flight per target (default 4)");
+  app.add_flag("--json", f.json, "print a JSON summary on stdout");
+  app.add_flag("--no-progress", f.no_progress, "no progress output");
+  app.add_flag("--no-crc-check", f.no_crc_check, "do not check CRC32 chunks of sparse images");
+}
+
+Status ApplyFlags(const Flags& f, input::WriteRequest& r) {
+  FP_ASSIGN_OR_RETURN(r.writer.zero_mode, io::ParseZeroMode(f.zero_mode));
+  FP_ASSIGN_OR_RETURN(r.backend, io::ParseBackend(f.backend));
+  if (!f.request_size.empty()) {
+    FP_ASSIGN_OR_RETURN(r.writer.request_size, ParseSize(f.request_size));
+  }
+  r.source.decoder.check_crc = !f.no_crc_check;
+  if (f.verify_only && (r.writer.verify || r.writer.discard || r.writer.first_block_last)) {
+    return InvalidArgument("--verify-only writes nothing: it cannot be combined with --verify, --discard or --first-block-last");
+  }
+  return Status::Ok();
+}
+
+input::ProgressMode ProgressModeFor(const Flags& f) {
+  if (f.no_progress || f.json) return input::ProgressMode::kOff;
+  return ::isatty(STDERR_FILENO) ? input::ProgressMode::kBar : input::ProgressMode::kLines;
+}
+
+}  // namespace
+
+int RunWrite(int argc, char** argv) {
+  CLI::App app{"Write an image (sparse, raw, parts, stdin, gzip/xz/zstd/bzip2/lz4, raw + bmap) to files or block devices",
+               "flashpipe write"};
+  input::WriteRequest request;
+  Flags flags;
+  AddFlags(app, request, flags);
+  if (auto code = ParseOrExit(app, argc, argv)) return *code;
+  if (Status s = ApplyFlags(flags, request); !s.ok()) return ExitWith("write", s);
+  input::Progress progress(stderr, ProgressModeFor(flags));
+  input::WriteReport report =
+      flags.verify_only ? input::VerifyOnly(request, &progress) : input::RunWriteJob(request, &progress);
+  if (flags.json) std::printf("%s\n", input::ReportJson(report).c_str());
+  return ExitWith("write", report.status);
 }
 
 }  // namespace flashpipe::tools
