@@ -25,12 +25,12 @@ fio_v=(); eng_v=(); pw_v=()
 for r in $(seq "$rounds"); do
   f=$($fio_cmd --output-format=json | python3 -c 'import json,sys; print(round(json.load(sys.stdin)["jobs"][0]["write"]["bw"]/1024))')
   out=$($eng_cmd 2>/dev/null)
-  e=$(echo "$out" | awk '/^engine/ {print $4}')
-  p=$(echo "$out" | awk '/^plain/ {print $6}')
+  e=$(echo "$out" | awk '/^engine median/ {print $3}')
+  p=$(echo "$out" | awk '/^pwrite median/ {print $3}')
   echo "round $r: fio $f MiB/s, engine $e MiB/s, plain pwrite $p MiB/s"
   fio_v+=("$f"); eng_v+=("$e"); pw_v+=("$p")
 done
 median() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 fm=$(median "${fio_v[@]}"); em=$(median "${eng_v[@]}"); pm=$(median "${pw_v[@]}")
 echo "median: fio $fm MiB/s, engine $em MiB/s ($(awk "BEGIN {printf \"%.0f\", 100*$em/$fm}")% of fio), plain pwrite $pm MiB/s"
-echo "engine peak memory: $($eng_cmd 2>/dev/null | grep -o 'peak RSS [0-9]* MiB') (includes the bench's own 64 MiB source buffer)"
+echo "engine peak memory: $($eng_cmd 2>/dev/null | grep -o 'peak RSS [0-9]* MiB') (includes the bench's own 8 MiB source buffer)"

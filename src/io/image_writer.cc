@@ -175,9 +175,8 @@ Status ImageWriter::Impl::FlushStaging() {
     uint64_t block = AlignDown(begin, align);
     uint64_t hi = std::min(end, block + align);
     FP_RETURN_IF_ERROR(ReadModifyWrite(block, begin, hi, base + begin));
-    if (hi == end) return Status::Ok();
   }
-  if (end % align != 0) {
+  if (end % align != 0 && AlignDown(end, align) >= fb) {
     uint64_t block = AlignDown(end, align);
     FP_RETURN_IF_ERROR(ReadModifyWrite(block, block, end, base + block));
   }

@@ -79,7 +79,7 @@ Status ImageWriter::Impl::Issue(DevState& d, OpKind kind, uint64_t begin, uint64
   d.inflight.push_back({op.tag, begin, begin + length, kind, ref});
   if (ref.kind == BufRef::kPool) ++pool_refs[ref.index];
   if (ref.kind == BufRef::kPattern) ++patterns[ref.index].refs;
-  if (begin + length > d.dev.window_size) d.extended = true;
+  if (kind == OpKind::kWrite && begin + length > d.dev.window_size) d.extended = true;
   if (&d == &devs[0] && kind != OpKind::kRead) {
     ++stats.requests;
     if (kind == OpKind::kWrite) stats.bytes_written += length;
