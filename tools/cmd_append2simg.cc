@@ -1,13 +1,17 @@
-// PLACEHOLDER until the owning part lands: replace this file.
-#include <cstdio>
-
+// append2simg SPARSE RAW: append RAW's blocks to the sparse image SPARSE.
+#include "sparse/append.h"
 #include "tools/commands.h"
+#include "tools/sparse_tools.h"
 
 namespace flashpipe::tools {
 
-int RunAppend2simg(int, char**) {
-  std::fprintf(stderr, "flashpipe: not built yet\n");
-  return 2;
+int RunAppend2simg(int argc, char** argv) {
+  CLI::App app{"Append a raw file (a multiple of the block size) to a sparse image", "append2simg"};
+  std::string sparse_path, raw_path;
+  app.add_option("SPARSE", sparse_path, "sparse image, rewritten in place")->required();
+  app.add_option("RAW", raw_path, "raw data to append")->required();
+  if (auto code = ParseOrExit(app, argc, argv)) return *code;
+  return ExitWith("append2simg", sparse::AppendToSparse(sparse_path, raw_path));
 }
 
 }  // namespace flashpipe::tools

@@ -1,13 +1,23 @@
-// PLACEHOLDER until the owning part lands: replace this file.
-#include <cstdio>
-
+// simg2img [--no-crc-check] SPARSE... RAW
+// Several inputs are laid over each other in order (fastboot's split parts).
+#include "sparse/expand.h"
 #include "tools/commands.h"
+#include "tools/sparse_tools.h"
 
 namespace flashpipe::tools {
 
-int RunSimg2img(int, char**) {
-  std::fprintf(stderr, "flashpipe: not built yet\n");
-  return 2;
+int RunSimg2img(int argc, char** argv) {
+  CLI::App app{"Expand Android sparse images, laid over each other in order, to a raw image", "simg2img"};
+  std::vector<std::string> paths;
+  bool no_crc = false;
+  app.add_flag("--no-crc-check", no_crc, "do not verify CRC32 chunks");
+  app.add_option("FILES", paths, "SPARSE... RAW: sparse images (- for stdin), then the output (- for stdout)")
+      ->required();
+  if (auto code = ParseOrExit(app, argc, argv)) return *code;
+  if (paths.size() < 2) return ExitWith("simg2img", InvalidArgument("usage: simg2img SPARSE... RAW"));
+  std::string out = paths.back();
+  paths.pop_back();
+  return ExitWith("simg2img", sparse::ExpandToPath(paths, out, {.check_crc = !no_crc}));
 }
 
 }  // namespace flashpipe::tools

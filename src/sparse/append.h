@@ -1,0 +1,17 @@
+// append2simg: appends a raw file to a sparse image, as AOSP append2simg does.
+// The raw file's size must be a multiple of the image's blk_sz; its blocks
+// follow the image's last block as RAW chunks (at most 64 MiB each). The
+// image is validated first, rebuilt in a temporary file beside it (its chunks
+// copied as they are, larger headers included) and renamed over it only when
+// complete.
+#pragma once
+
+#include <string>
+
+#include "base/status.h"
+
+namespace flashpipe::sparse {
+
+Status AppendToSparse(const std::string& sparse_path, const std::string& raw_path);
+
+}  // namespace flashpipe::sparse

@@ -1,0 +1,56 @@
+// Expanding sparse images to a raw image (simg2img).
+//
+// FdImageSink writes decoder events to a file descriptor:
+//   kFile    a regular file: RAW and FILL by pwrite, FILL 0 and DONT_CARE as
+//            holes (fallocate PUNCH_HOLE; zeros are written where the
+//            filesystem cannot punch), so a later part may overlay an earlier.
+//   kDevice  a block device, written in place: DONT_CARE leaves what is there.
+//   kStream  a pipe or terminal: strictly sequential, DONT_CARE as zeros.
+// ExpandToPath lays several sparse images over each other in order, as the
+// AOSP simg2img does with fastboot's split parts. A regular-file output is
+// built in a temporary file next to it, fsynced and renamed over it only on
+// success, so a failure never leaves a complete-looking output.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+
+#include "base/status.h"
+#include "sparse/decoder.h"
+#include "sparse/sink.h"
+
+namespace flashpipe::sparse {
+
+class FdImageSink : public Sink {
+ public:
+  enum class Kind { kFile, kDevice, kStream };
+  // Does not own `fd`. `capacity` bounds kDevice images (0: unbounded).
+  FdImageSink(int fd, std::string name, Kind kind, uint64_t capacity = 0);
+
+  Status OnHeader(const FileHeader& header) override;
+  Status OnRaw(uint64_t offset, std::span<const uint8_t> data) override;
+  Status OnFill(uint64_t offset, uint64_t length, uint32_t pattern) override;
+  Status OnSkip(uint64_t offset, uint64_t length) override;
+
+  // Largest expanded size seen over the images decoded so far.
+  uint64_t image_size() const { return image_size_; }
+
+ private:
+  Status WriteAt(uint64_t offset, std::span<const uint8_t> data);
+  Status WritePattern(uint64_t offset, uint64_t length, uint32_t pattern);
+
+  int fd_;
+  std::string name_;
+  Kind kind_;
+  uint64_t capacity_;
+  uint64_t image_size_ = 0;
+  uint64_t stream_pos_ = 0;
+  bool punch_ok_ = true;
+};
+
+// inputs: sparse image paths ("-" = stdin, at most once); output: a path,
+// "-" for stdout (one input only). Each input is decoded with `options`.
+Status ExpandToPath(std::span<const std::string> inputs, const std::string& output, DecoderOptions options);
+
+}  // namespace flashpipe::sparse
