@@ -1,13 +1,148 @@
-// PLACEHOLDER until the owning part lands: replace this file.
+// flashpipe bench TARGET                      transfer tests (mmc_test 37-40 generalised)
+// flashpipe bench --sparse IMAGE TARGET       the bounce-buffer study
+// TARGET: a block device, a path to create (and remove), or sim:size=..,bw=..,cmd_us=..
+// The model, the safety rules and the output are described in docs/bench.md.
 #include <cstdio>
+#include <fstream>
 
+#include "base/units.h"
+#include "bench/plot.h"
+#include "bench/suite.h"
 #include "tools/commands.h"
+#include "tools/sparse_tools.h"
 
 namespace flashpipe::tools {
+namespace {
 
-int RunBench(int, char**) {
-  std::fprintf(stderr, "flashpipe: not built yet\n");
-  return 2;
+using namespace flashpipe::bench;
+
+struct Flags {
+  std::string target, sizes = kDefaultSizes, total = "128M", modes = "blocking,non-blocking,queued";
+  std::string tests = "write,read", prep = "copy", backend = "auto", csv, json, plot, sparse;
+  std::string buffer_blocks = "100,16384,chunk";
+  unsigned queue_depth = 4, repeat = 1;
+  bool buffered = false, force = false;
+};
+
+void AddFlags(CLI::App& app, Flags& f) {
+  app.add_option("TARGET", f.target, "block device, path of a file to create and remove, or sim:size=8G,bw=45M,cmd_us=300")
+      ->required();
+  app.add_option("--sizes", f.sizes, "request sizes (default 4k..512k, 1M, 4M)");
+  app.add_option("--total", f.total, "bytes per request size (default 128M, at most half the device)");
+  app.add_option("--modes", f.modes, "blocking,non-blocking,queued");
+  app.add_option("--tests", f.tests, "write,read (reads read back the area the writes wrote)");
+  app.add_option("-Q,--queue-depth", f.queue_depth, "depth of the queued mode and the pipelined engine (default 4)");
+  app.add_option("--prep", f.prep, "host work per request: copy, crc, none, spin:MICROSECONDS (default copy)");
+  app.add_option("--backend", f.backend, "auto, io_uring, threads, sync");
+  app.add_flag("--buffered", f.buffered, "reads through the page cache (prints the read-ahead)");
+  app.add_flag("--force", f.force, "write even where a filesystem or partition table is found");
+  app.add_option("--repeat", f.repeat, "run each measurement N times, report the median");
+  app.add_option("--csv", f.csv, "write results as CSV to FILE (- = stdout)");
+  app.add_option("--json", f.json, "write results as JSON to FILE (- = stdout)");
+  app.add_option("--plot", f.plot, "write an SVG plot of throughput vs request size to FILE");
+  app.add_option("--sparse", f.sparse, "bounce-buffer study: write this sparse image instead");
+  app.add_option("--buffer-blocks", f.buffer_blocks, "bounce buffer sizes in logical blocks, or chunk");
+}
+
+Status WriteOut(const std::string& path, const std::string& text) {
+  if (path == "-") {
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    return Status::Ok();
+  }
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << text;
+  out.close();
+  if (!out) return ErrnoError("cannot write " + path);
+  return Status::Ok();
+}
+
+Result<SuiteOptions> ParseSuite(const Flags& f) {
+  SuiteOptions o;
+  FP_ASSIGN_OR_RETURN(o.sizes, ParseSizeList(f.sizes));
+  FP_ASSIGN_OR_RETURN(o.total, ParseSize(f.total));
+  FP_ASSIGN_OR_RETURN(o.modes, ParseModes(f.modes));
+  FP_ASSIGN_OR_RETURN(o.directions, ParseDirections(f.tests));
+  FP_ASSIGN_OR_RETURN(o.prep, ParsePrep(f.prep));
+  if (f.queue_depth < 1 || f.queue_depth > 256) return InvalidArgument("--queue-depth must be 1..256");
+  o.queue_depth = f.queue_depth;
+  o.buffered = f.buffered;
+  o.repeat = f.repeat;
+  return o;
+}
+
+Result<std::unique_ptr<BenchTarget>> OpenTarget(const Flags& f, bool destructive, uint64_t new_file_size) {
+  BenchTargetOptions to;
+  to.force = f.force;
+  to.destructive = destructive;
+  to.buffered_reads = f.buffered;
+  to.new_file_size = new_file_size;
+  FP_ASSIGN_OR_RETURN(to.backend, io::ParseBackend(f.backend));
+  return BenchTarget::Open(f.target, to);
+}
+
+void PrintArea(FILE* out, const BenchTarget& t, const Area& a, const char* what) {
+  std::fprintf(out, "target: %s\n", t.Describe().c_str());
+  std::fprintf(out, "area:   offset %llu (%s) .. %llu, %s, %s\n", (unsigned long long)a.offset,
+               FormatBytes(a.offset).c_str(), (unsigned long long)(a.offset + a.size), FormatBytes(a.size).c_str(),
+               what);
+  std::fflush(out);
+}
+
+Status Transfer(const Flags& f, FILE* out) {
+  FP_ASSIGN_OR_RETURN(SuiteOptions o, ParseSuite(f));
+  const bool writes = std::find(o.directions.begin(), o.directions.end(), Direction::kWrite) != o.directions.end();
+  const uint64_t largest = *std::max_element(o.sizes.begin(), o.sizes.end());
+  FP_ASSIGN_OR_RETURN(auto t, OpenTarget(f, writes, std::max(o.total, largest)));
+  FP_ASSIGN_OR_RETURN(Area area, SuiteArea(*t, o));
+  PrintArea(out, *t, area, writes ? "overwritten by the write tests" : "read only");
+  std::fprintf(out, "%s per request size, prep %s, backend %s\n\n", FormatBytes(area.size).c_str(),
+               PrepName(o.prep).c_str(), f.backend.c_str());
+  FP_ASSIGN_OR_RETURN(SuiteReport rep, RunTransferSuite(*t, o, area, out));
+  std::fprintf(out, "\n%s", FormatSummary(rep.results).c_str());
+  if (!f.csv.empty()) FP_RETURN_IF_ERROR(WriteOut(f.csv, FormatCsv(rep.info, rep.results)));
+  if (!f.json.empty()) FP_RETURN_IF_ERROR(WriteOut(f.json, FormatJson(rep.info, rep.results)));
+  if (!f.plot.empty()) {
+    const std::string title = fmt::format("flashpipe bench {} ({}, prep {})", t->name(), rep.info.backend,
+                                          rep.info.prep);
+    FP_RETURN_IF_ERROR(WriteOut(f.plot, RenderPlotSvg(rep.results, title)));
+  }
+  return Status::Ok();
+}
+
+Status Study(const Flags& f, FILE* out) {
+  StudyOptions o;
+  o.image = f.sparse;
+  FP_ASSIGN_OR_RETURN(o.variants, ParseBufferBlocks(f.buffer_blocks));
+  o.queue_depth = f.queue_depth;
+  o.repeat = f.repeat;
+  FP_ASSIGN_OR_RETURN(ImageSummary img, SummarizeSparse(f.sparse));
+  FP_ASSIGN_OR_RETURN(auto t, OpenTarget(f, true, img.image_size));
+  FP_ASSIGN_OR_RETURN(Area area, StudyArea(*t, img));
+  PrintArea(out, *t, area, "overwritten by the study");
+  std::fprintf(out, "image:  %s, %s expanded: RAW %s, FILL %s (zeros %s), DONT_CARE %s, %llu chunks, largest RAW %s\n",
+               f.sparse.c_str(), FormatBytes(img.image_size).c_str(), FormatBytes(img.raw_bytes).c_str(),
+               FormatBytes(img.fill_bytes).c_str(), FormatBytes(img.zero_fill_bytes).c_str(),
+               FormatBytes(img.skip_bytes).c_str(), (unsigned long long)img.chunks, FormatBytes(img.largest_raw).c_str());
+  std::fprintf(out, "logical block %u; bounce variants write blocking, pipelined runs at depth %u\n\n",
+               t->geometry().logical_block, o.queue_depth);
+  FP_ASSIGN_OR_RETURN(auto results, RunSparseStudy(*t, img, o, area, out));
+  uint64_t fastest = UINT64_MAX;
+  for (const auto& r : results) fastest = std::min(fastest, r.ns);
+  std::fprintf(out, "\n");
+  for (const auto& r : results) std::fprintf(out, "%s\n", FormatStudyLine(r, fastest).c_str());
+  return Status::Ok();
+}
+
+}  // namespace
+
+int RunBench(int argc, char** argv) {
+  CLI::App app{"mmc_test-style transfer tests, and the bounce-buffer study (--sparse IMAGE)", "bench"};
+  Flags f;
+  AddFlags(app, f);
+  if (auto code = ParseOrExit(app, argc, argv)) return *code;
+  // Machine-readable output on stdout moves the human text to stderr.
+  FILE* out = (f.csv == "-" || f.json == "-") ? stderr : stdout;
+  return ExitWith("bench", f.sparse.empty() ? Transfer(f, out) : Study(f, out));
 }
 
 }  // namespace flashpipe::tools

@@ -1,0 +1,173 @@
+#include "bench/plot.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "bench/report.h"
+
+namespace flashpipe::bench {
+namespace {
+
+constexpr double kWidth = 860, kHeight = 520;
+constexpr double kLeft = 80, kRight = 190, kTop = 56, kBottom = 64;
+constexpr double kPlotW = kWidth - kLeft - kRight, kPlotH = kHeight - kTop - kBottom;
+constexpr double kLabelGap = 15;  // px between two end labels
+
+struct Series {
+  Direction direction;
+  Mode mode;
+  unsigned depth;
+  std::vector<std::pair<uint64_t, double>> points;  // size, MiB/s
+};
+
+struct Label {
+  double y_line;  // where the line ends
+  double y;       // where the text goes
+  std::string text;
+  std::string color;
+};
+
+const char* ModeColor(Mode m) {
+  switch (m) {
+    case Mode::kBlocking: return "#c0392b";
+    case Mode::kNonBlocking: return "#2471a3";
+    case Mode::kQueued: return "#1e8449";
+  }
+  return "#000";
+}
+
+std::string Escape(std::string_view s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '<') out += "&lt;";
+    else if (c == '>') out += "&gt;";
+    else if (c == '&') out += "&amp;";
+    else out += c;
+  }
+  return out;
+}
+
+std::string SizeLabel(uint64_t b) {
+  if (b >= (1 << 20) && b % (1 << 20) == 0) return fmt::format("{}M", b >> 20);
+  if (b >= 1024 && b % 1024 == 0) return fmt::format("{}K", b >> 10);
+  return fmt::format("{}", b);
+}
+
+// A round step so that max/step is 4..8 lines.
+double NiceStep(double max) {
+  const double raw = max / 5;
+  const double mag = std::pow(10.0, std::floor(std::log10(raw)));
+  for (double f : {1.0, 2.0, 2.5, 5.0, 10.0}) {
+    if (f * mag >= raw) return f * mag;
+  }
+  return 10 * mag;
+}
+
+std::vector<Series> Group(const std::vector<TransferResult>& results) {
+  std::vector<Series> out;
+  for (const auto& r : results) {
+    auto it = std::find_if(out.begin(), out.end(), [&](const Series& s) {
+      return s.direction == r.direction && s.mode == r.mode && s.depth == r.depth;
+    });
+    if (it == out.end()) it = out.insert(out.end(), Series{r.direction, r.mode, r.depth, {}});
+    it->points.emplace_back(r.request, RatesOf(r).mib_per_s);
+  }
+  for (auto& s : out) std::sort(s.points.begin(), s.points.end());
+  return out;
+}
+
+// Spreads labels so that neighbours are at least kLabelGap apart, keeping
+// each as close to its line's end as it can.
+void Spread(std::vector<Label>& labels) {
+  std::sort(labels.begin(), labels.end(), [](const Label& a, const Label& b) { return a.y < b.y; });
+  for (size_t i = 1; i < labels.size(); ++i) {
+    labels[i].y = std::max(labels[i].y, labels[i - 1].y + kLabelGap);
+  }
+  const double bottom = kTop + kPlotH + 20;
+  if (!labels.empty() && labels.back().y > bottom) {
+    labels.back().y = bottom;
+    for (size_t i = labels.size() - 1; i > 0; --i) {
+      labels[i - 1].y = std::min(labels[i - 1].y, labels[i].y - kLabelGap);
+    }
+  }
+}
+
+}  // namespace
+
+std::string RenderPlotSvg(const std::vector<TransferResult>& results, std::string_view title) {
+  std::vector<Series> series = Group(results);
+  uint64_t min_size = UINT64_MAX, max_size = 0;
+  double max_rate = 0;
+  for (const auto& s : series) {
+    for (auto [size, rate] : s.points) {
+      min_size = std::min(min_size, size);
+      max_size = std::max(max_size, size);
+      max_rate = std::max(max_rate, rate);
+    }
+  }
+  if (series.empty()) min_size = max_size = 4096;
+  if (max_size == min_size) max_size = min_size * 2;
+  if (max_rate <= 0) max_rate = 1;
+  const double step = NiceStep(max_rate);
+  const double y_max = std::ceil(max_rate / step) * step;
+  const double lx0 = std::log2(double(min_size)), lx1 = std::log2(double(max_size));
+  auto X = [&](uint64_t size) { return kLeft + (std::log2(double(size)) - lx0) / (lx1 - lx0) * kPlotW; };
+  auto Y = [&](double rate) { return kTop + kPlotH - rate / y_max * kPlotH; };
+
+  std::string svg = fmt::format(
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" viewBox=\"0 0 {0} {1}\" "
+      "font-family=\"DejaVu Sans, Helvetica, Arial, sans-serif\" font-size=\"13\">\n"
+      "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
+      "<text x=\"{2}\" y=\"24\" font-size=\"16\" font-weight=\"bold\">{3}</text>\n"
+      "<text x=\"{2}\" y=\"43\" fill=\"#555\">colour = mode; solid line = write, dashed = read</text>\n",
+      kWidth, kHeight, kLeft, Escape(title));
+  for (double v = 0; v <= y_max + step / 2; v += step) {
+    svg += fmt::format("<line x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"#ddd\"/>\n"
+                       "<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"end\">{:g}</text>\n",
+                       kLeft, Y(v), kLeft + kPlotW, Y(v), kLeft - 8, Y(v) + 4, v);
+  }
+  std::vector<uint64_t> sizes;
+  for (const auto& s : series) {
+    for (auto [size, rate] : s.points) sizes.push_back(size);
+  }
+  std::sort(sizes.begin(), sizes.end());
+  sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
+  for (uint64_t size : sizes) {
+    svg += fmt::format("<line x1=\"{0:.1f}\" y1=\"{1:.1f}\" x2=\"{0:.1f}\" y2=\"{2:.1f}\" stroke=\"#eee\"/>\n"
+                       "<text x=\"{0:.1f}\" y=\"{3:.1f}\" text-anchor=\"middle\">{4}</text>\n",
+                       X(size), kTop, kTop + kPlotH, kTop + kPlotH + 18, SizeLabel(size));
+  }
+  svg += fmt::format(
+      "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#333\"/>\n"
+      "<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\">request size (bytes, log scale)</text>\n"
+      "<text transform=\"translate(22 {:.1f}) rotate(-90)\" text-anchor=\"middle\">throughput (MiB/s)</text>\n",
+      kLeft, kTop, kPlotW, kPlotH, kLeft + kPlotW / 2, kHeight - 18, kTop + kPlotH / 2);
+
+  std::vector<Label> labels;
+  for (const auto& s : series) {
+    const char* color = ModeColor(s.mode);
+    const char* dash = s.direction == Direction::kRead ? " stroke-dasharray=\"7 4\"" : "";
+    std::string pts;
+    for (auto [size, rate] : s.points) pts += fmt::format("{:.1f},{:.1f} ", X(size), Y(rate));
+    svg += fmt::format("<polyline points=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"2.2\"{}/>\n", pts,
+                       color, dash);
+    for (auto [size, rate] : s.points) {
+      svg += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"3\" fill=\"{}\"/>\n", X(size), Y(rate), color);
+    }
+    std::string mode = s.mode == Mode::kQueued ? fmt::format("queued ({})", s.depth) : ModeName(s.mode);
+    double y_end = Y(s.points.back().second);
+    labels.push_back({y_end, y_end, fmt::format("{} {}", DirectionName(s.direction), mode), color});
+  }
+  Spread(labels);
+  const double x_end = kLeft + kPlotW;
+  for (const auto& l : labels) {
+    svg += fmt::format("<line x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"{}\"/>\n"
+                       "<text x=\"{:.1f}\" y=\"{:.1f}\" fill=\"{}\">{}</text>\n",
+                       x_end + 2, l.y_line, x_end + 12, l.y, l.color, x_end + 15, l.y + 4, l.color,
+                       Escape(l.text));
+  }
+  return svg + "</svg>\n";
+}
+
+}  // namespace flashpipe::bench

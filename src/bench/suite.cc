@@ -1,0 +1,130 @@
+#include "bench/suite.h"
+
+#include <algorithm>
+
+#include "base/units.h"
+
+namespace flashpipe::bench {
+namespace {
+
+template <typename R>
+R Median(std::vector<R> runs) {
+  std::sort(runs.begin(), runs.end(), [](const R& a, const R& b) { return a.ns < b.ns; });
+  return runs[runs.size() / 2];
+}
+
+Result<TransferResult> MeasureOne(BenchTarget& t, io::IoQueue& q, const TransferSpec& spec, unsigned repeat) {
+  std::vector<TransferResult> runs;
+  for (unsigned i = 0; i < std::max(repeat, 1u); ++i) {
+    if (spec.direction == Direction::kRead) t.DropCache(spec.offset, spec.request * spec.count);
+    FP_ASSIGN_OR_RETURN(TransferResult r, RunTransfer(q, t.clock(), spec));
+    runs.push_back(r);
+  }
+  return Median(runs);
+}
+
+Result<std::vector<TransferResult>> RunSeries(BenchTarget& t, const SuiteOptions& o, const Area& area,
+                                              Direction d, Mode m, FILE* out) {
+  const unsigned depth = ModeDepth(m, o.queue_depth);
+  const bool buffered = d == Direction::kRead && o.buffered;
+  FP_ASSIGN_OR_RETURN(auto queue, t.MakeQueue(depth, buffered));
+  std::fprintf(out, "%s\n", FormatTestHeader(d, m, depth, o.prep).c_str());
+  std::vector<TransferResult> series;
+  for (uint64_t size : o.sizes) {
+    TransferSpec spec{d, m, depth, size, area.size / size, area.offset,
+                      static_cast<uint32_t>(t.geometry().mem_align), o.prep};
+    FP_ASSIGN_OR_RETURN(TransferResult r, MeasureOne(t, *queue, spec, o.repeat));
+    std::fprintf(out, "%s\n", FormatTransferLine(r).c_str());
+    std::fflush(out);
+    series.push_back(r);
+  }
+  return series;
+}
+
+Status CheckSizes(const io::Geometry& g, const std::vector<uint64_t>& sizes, const Area& area) {
+  const uint64_t align = std::max<uint64_t>(g.logical_block, 512);
+  for (uint64_t s : sizes) {
+    if (s == 0 || s % align != 0) {
+      return InvalidArgument(fmt::format("request size {} is not a multiple of the logical block {}", s, align));
+    }
+    if (s > area.size) {
+      return InvalidArgument(fmt::format("request size {} is larger than the test area ({})", FormatBytes(s),
+                                         FormatBytes(area.size)));
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<Area> SuiteArea(const BenchTarget& t, const SuiteOptions& o) {
+  const uint64_t largest = *std::max_element(o.sizes.begin(), o.sizes.end());
+  const uint64_t align = std::max<uint64_t>(t.geometry().offset_align, 4096);
+  Area a = ChooseArea(t.geometry().size, std::max(o.total, largest), align, t.created_file());
+  FP_RETURN_IF_ERROR(CheckSizes(t.geometry(), o.sizes, a));
+  return a;
+}
+
+Result<SuiteReport> RunTransferSuite(BenchTarget& t, const SuiteOptions& o, const Area& area, FILE* out) {
+  SuiteReport rep;
+  rep.area = area;
+  if (o.buffered && std::find(o.directions.begin(), o.directions.end(), Direction::kRead) != o.directions.end()) {
+    std::fprintf(out, "buffered reads; %s\n", t.ReadAheadInfo().c_str());
+  }
+  for (Direction d : o.directions) {
+    for (Mode m : o.modes) {
+      FP_ASSIGN_OR_RETURN(auto series, RunSeries(t, o, area, d, m, out));
+      rep.results.insert(rep.results.end(), series.begin(), series.end());
+    }
+  }
+  rep.info = RunInfo{t.name(), t.backend_name(), PrepName(o.prep), area.offset, area.size, o.buffered};
+  return rep;
+}
+
+Result<Area> StudyArea(const BenchTarget& t, const ImageSummary& image) {
+  const io::Geometry& g = t.geometry();
+  if (image.image_size > g.size) {
+    return NoSpace(fmt::format("{}: the image expands to {}, the target holds {}", t.name(),
+                               FormatBytes(image.image_size), FormatBytes(g.size)));
+  }
+  Area a = ChooseArea(g.size, image.image_size, std::max<uint64_t>(g.offset_align, 4096), t.created_file());
+  if (a.offset + image.image_size > g.size) a.offset = 0;
+  a.size = image.image_size;
+  return a;
+}
+
+Result<std::vector<StudyResult>> RunSparseStudy(BenchTarget& t, const ImageSummary& image,
+                                                const StudyOptions& o, const Area& area, FILE* out) {
+  std::vector<StudyResult> results;
+  const io::Geometry& g = t.geometry();
+  for (const StudyVariant& v : o.variants) {
+    std::fprintf(out, "running %s ...\n", VariantLabel(v).c_str());
+    std::fflush(out);
+    FP_ASSIGN_OR_RETURN(auto queue, t.MakeQueue(1));
+    std::vector<StudyResult> runs;
+    for (unsigned i = 0; i < std::max(o.repeat, 1u); ++i) {
+      FP_ASSIGN_OR_RETURN(StudyResult r, RunBounce(o.image, image, v, queue.get(), t.clock(), area.offset,
+                                                   g.logical_block, g.mem_align));
+      runs.push_back(r);
+    }
+    results.push_back(Median(runs));
+  }
+  std::fprintf(out, "running pipelined ...\n");
+  std::fflush(out);
+  FP_ASSIGN_OR_RETURN(auto queue, t.MakeQueue(o.queue_depth));
+  io::Device dev = t.target() ? io::DeviceFor(*t.target(), queue.get()) : io::Device{t.name(), queue.get(), g};
+  dev.window_offset = area.offset;
+  dev.window_size = area.size;
+  dev.reads_zero = false;  // the bounce runs wrote it: zero ranges must be zeroed
+  io::WriterOptions wo;
+  wo.queue_depth = o.queue_depth;
+  std::vector<StudyResult> runs;
+  for (unsigned i = 0; i < std::max(o.repeat, 1u); ++i) {
+    FP_ASSIGN_OR_RETURN(StudyResult r, RunPipelined(o.image, image, dev, wo, t.clock()));
+    runs.push_back(r);
+  }
+  results.push_back(Median(runs));
+  return results;
+}
+
+}  // namespace flashpipe::bench
