@@ -57,7 +57,7 @@ uint64_t DataBytes(const ImageSummary& s) { return s.raw_bytes + s.fill_bytes; }
 }  // namespace
 
 BounceWriter::BounceWriter(io::IoQueue* queue, uint64_t base_offset, uint64_t buffer_bytes, size_t mem_align)
-    : queue_(queue), base_offset_(base_offset), buffer_(buffer_bytes, mem_align) {}
+    : queue_(queue), base_offset_(base_offset), capacity_(buffer_bytes), buffer_(buffer_bytes, mem_align) {}
 
 Status BounceWriter::WriteBlocking(uint64_t image_offset, const uint8_t* buf, uint64_t length) {
   io::IoOp op;
@@ -85,11 +85,11 @@ Status BounceWriter::OnRaw(uint64_t offset, std::span<const uint8_t> data) {
   if (buffered_ > 0 && offset != buffer_offset_ + buffered_) FP_RETURN_IF_ERROR(Flush());
   if (buffered_ == 0) buffer_offset_ = offset;
   while (!data.empty()) {
-    const uint64_t n = std::min<uint64_t>(data.size(), buffer_.size() - buffered_);
+    const uint64_t n = std::min<uint64_t>(data.size(), capacity_ - buffered_);
     std::memcpy(buffer_.data() + buffered_, data.data(), n);
     buffered_ += n;
     data = data.subspan(n);
-    if (buffered_ == buffer_.size()) FP_RETURN_IF_ERROR(Flush());
+    if (buffered_ == capacity_) FP_RETURN_IF_ERROR(Flush());
   }
   return Status::Ok();
 }
@@ -100,7 +100,7 @@ Status BounceWriter::OnChunk(const sparse::ChunkInfo& chunk) {
 
 Status BounceWriter::OnFill(uint64_t offset, uint64_t length, uint32_t pattern) {
   FP_RETURN_IF_ERROR(Flush());
-  const uint64_t fill = std::min<uint64_t>(length, buffer_.size());
+  const uint64_t fill = std::min<uint64_t>(length, capacity_);
   for (uint64_t i = 0; i + 4 <= fill; i += 4) std::memcpy(buffer_.data() + i, &pattern, 4);
   for (uint64_t done = 0; done < length;) {
     const uint64_t n = std::min(fill, length - done);

@@ -55,6 +55,7 @@ class BounceWriter : public sparse::Sink {
 
   io::IoQueue* queue_;
   uint64_t base_offset_;
+  uint64_t capacity_;          // N blocks; buffer_ may be rounded up past it
   AlignedBuffer buffer_;
   uint64_t buffered_ = 0;      // bytes in buffer_
   uint64_t buffer_offset_ = 0; // image offset of buffer_[0]
