@@ -21,16 +21,20 @@ fio_cmd="fio --name=w --filename=$loop --rw=write --direct=1 --ioengine=io_uring
 eng_cmd="$build/engine_bench $loop --mib $mib --rounds 1 --request-size 1048576 $*"
 echo "fio:    $fio_cmd"
 echo "engine: $eng_cmd"
-fio_v=(); eng_v=(); pw_v=()
+echo "fio+sync: $fio_cmd --end_fsync=1   (the engine's figure includes its final fdatasync too)"
+bw() { python3 -c 'import json,sys; print(round(json.load(sys.stdin)["jobs"][0]["write"]["bw"]/1024))'; }
+fio_v=(); fis_v=(); eng_v=(); pw_v=()
 for r in $(seq "$rounds"); do
-  f=$($fio_cmd --output-format=json | python3 -c 'import json,sys; print(round(json.load(sys.stdin)["jobs"][0]["write"]["bw"]/1024))')
+  f=$($fio_cmd --output-format=json | bw)
+  fs=$($fio_cmd --end_fsync=1 --output-format=json | bw)
   out=$($eng_cmd 2>/dev/null)
   e=$(echo "$out" | awk '/^engine median/ {print $3}')
   p=$(echo "$out" | awk '/^pwrite median/ {print $3}')
-  echo "round $r: fio $f MiB/s, engine $e MiB/s, plain pwrite $p MiB/s"
-  fio_v+=("$f"); eng_v+=("$e"); pw_v+=("$p")
+  echo "round $r: fio $f MiB/s, fio+sync $fs MiB/s, engine $e MiB/s, plain pwrite $p MiB/s"
+  fio_v+=("$f"); fis_v+=("$fs"); eng_v+=("$e"); pw_v+=("$p")
 done
 median() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
-fm=$(median "${fio_v[@]}"); em=$(median "${eng_v[@]}"); pm=$(median "${pw_v[@]}")
-echo "median: fio $fm MiB/s, engine $em MiB/s ($(awk "BEGIN {printf \"%.0f\", 100*$em/$fm}")% of fio), plain pwrite $pm MiB/s"
+fm=$(median "${fio_v[@]}"); fsm=$(median "${fis_v[@]}"); em=$(median "${eng_v[@]}"); pm=$(median "${pw_v[@]}")
+pct() { awk "BEGIN {printf \"%.0f\", 100*$1/$2}"; }
+echo "median: fio $fm MiB/s, fio+sync $fsm MiB/s, engine $em MiB/s ($(pct "$em" "$fm")% of fio, $(pct "$em" "$fsm")% of fio+sync), plain pwrite $pm MiB/s"
 echo "engine peak memory: $($eng_cmd 2>/dev/null | grep -o 'peak RSS [0-9]* MiB') (includes the bench's own 8 MiB source buffer)"

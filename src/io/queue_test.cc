@@ -4,6 +4,13 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+
+#include <cstddef>
 #include <map>
 
 #include "base/aligned_buffer.h"
@@ -136,6 +143,46 @@ TEST(QueueProbeTest, AutoPicksUringHere) {
   ASSERT_TRUE(q.ok());
   EXPECT_EQ((*q)->name(), "io_uring");
   EXPECT_EQ((*q)->depth(), 2u);
+}
+
+// Makes io_uring_setup fail with EPERM in this process, as Docker's default
+// seccomp profile does.
+bool DenyIoUringSetup() {
+  sock_filter filter[] = {
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_io_uring_setup, 0, 1),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+  };
+  sock_fprog prog{static_cast<unsigned short>(std::size(filter)), filter};
+  return prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 && prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) == 0;
+}
+
+// Runs in a child process (a fresh probe cache): with io_uring refused, auto
+// falls back to threads, asking for io_uring explicitly is an error, and the
+// fallback still writes.
+void AutoFallsBackWhenRefused() {
+  if (!DenyIoUringSetup()) _exit(10);
+  Status probe = ProbeUring();
+  if (probe.ok() || probe.sys_errno() != EPERM) _exit(11);
+  test::TempDir dir;
+  TargetOptions o;
+  o.create = true;
+  o.truncate_to = 1 << 20;
+  auto t = Target::Open(dir.File("f"), o);
+  if (!t.ok()) _exit(12);
+  auto q = (*t)->MakeQueue(Backend::kAuto, 4);
+  if (!q.ok() || (*q)->name() != "threads") _exit(13);
+  if ((*t)->MakeQueue(Backend::kUring, 4).ok()) _exit(14);
+  AlignedBuffer buf(4096);
+  if (!(*q)->Submit({OpKind::kWrite, 0, 4096, buf.data(), -1, 1}).ok()) _exit(15);
+  auto c = (*q)->Wait();
+  _exit(c.ok() && c->status.ok() ? 0 : 16);
+}
+
+TEST(QueueProbeTest, SeccompRefusalFallsBackToThreads) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(AutoFallsBackWhenRefused(), ::testing::ExitedWithCode(0), "");
 }
 
 }  // namespace
