@@ -1,5 +1,6 @@
 #include "fastboot/session.h"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "base/units.h"
@@ -169,11 +170,19 @@ Result<std::string> Session::DoGetvar(const std::string& arg) {
 }
 
 Result<std::string> Session::DoGetvarAll() {
+  std::vector<std::string> bases;  // has-slot is asked by base name ("boot")
+  for (const auto& p : device_->storage().partitions()) {
+    std::string base(SlotBase(p.name).empty() ? std::string_view(p.name) : SlotBase(p.name));
+    if (std::find(bases.begin(), bases.end(), base) == bases.end()) bases.push_back(base);
+  }
   for (const auto& var : kVars) {
     if (var.per_partition) {
-      for (const auto& p : device_->storage().partitions()) {
-        auto v = (this->*var.get)(p.name);
-        if (v.ok() && SendInfo(fmt::format("{}:{}:{}", var.name, p.name, *v)).ok()) continue;
+      bool by_base = var.get == &Session::VarHasSlot;
+      std::vector<std::string> names;
+      for (const auto& p : device_->storage().partitions()) names.push_back(p.name);
+      for (const auto& name : by_base ? bases : names) {
+        auto v = (this->*var.get)(name);
+        if (v.ok() && SendInfo(fmt::format("{}:{}:{}", var.name, name, *v)).ok()) continue;
         if (!transport_error_.ok()) return transport_error_;
       }
     } else if (auto v = (this->*var.get)({}); v.ok()) {
