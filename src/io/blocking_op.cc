@@ -8,6 +8,7 @@
 
 #include <cstring>
 
+#include "base/aligned_buffer.h"
 #include "io/queues.h"
 
 namespace flashpipe::io {
@@ -53,10 +54,29 @@ Status RangeIoctl(int fd, const IoOp& op, unsigned long request) {
   return Status::Ok();
 }
 
-Status Fallocate(int fd, const IoOp& op, int mode) {
-  if (fallocate(fd, mode, static_cast<off_t>(op.offset), static_cast<off_t>(op.length)) != 0)
-    return ErrnoError(DescribeOp(op) + " failed");
+Status WriteZeros(int fd, const IoOp& op) {
+  static const AlignedBuffer zeros(1 << 20);
+  for (uint64_t done = 0; done < op.length;) {
+    IoOp piece{OpKind::kWrite, op.offset + done, std::min<uint64_t>(zeros.size(), op.length - done),
+               const_cast<uint8_t*>(zeros.data()), -1, op.tag};
+    FP_RETURN_IF_ERROR(Transfer(fd, piece));
+    done += piece.length;
+  }
   return Status::Ok();
+}
+
+// Files: a hole (or zeroed extents) where the filesystem can, real zeros
+// where it cannot (vfat, some FUSE filesystems).
+Status ZeroFileRange(int fd, const IoOp& op, bool punch) {
+  auto range = [&](int mode) {
+    return fallocate(fd, mode | FALLOC_FL_KEEP_SIZE, static_cast<off_t>(op.offset),
+                     static_cast<off_t>(op.length)) == 0;
+  };
+  if (punch && range(FALLOC_FL_PUNCH_HOLE)) return Status::Ok();
+  if (punch && errno != EOPNOTSUPP) return ErrnoError(DescribeOp(op) + " failed");
+  if (range(FALLOC_FL_ZERO_RANGE)) return Status::Ok();
+  if (errno != EOPNOTSUPP) return ErrnoError(DescribeOp(op) + " failed");
+  return WriteZeros(fd, op);
 }
 
 }  // namespace
@@ -72,12 +92,13 @@ Status RunOpBlocking(int fd, const IoOp& op) {
       return Transfer(fd, op);
     case OpKind::kZeroOut:
       if (IsBlockDevice(fd)) return RangeIoctl(fd, op, BLKZEROOUT);
-      return Fallocate(fd, op, FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE);
+      return ZeroFileRange(fd, op, /*punch=*/false);
     case OpKind::kDiscard:
       if (IsBlockDevice(fd)) return RangeIoctl(fd, op, BLKDISCARD);
       return Status::Ok();  // files: DONT_CARE content may stay as it is
     case OpKind::kPunchHole:
-      return Fallocate(fd, op, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE);
+      if (IsBlockDevice(fd)) return RangeIoctl(fd, op, BLKZEROOUT);
+      return ZeroFileRange(fd, op, /*punch=*/true);
   }
   return Internal("unknown op kind");
 }

@@ -2,8 +2,12 @@
 #include "io/target.h"
 
 #include <gtest/gtest.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 
+#include <cstring>
+
+#include "io/image_writer.h"
 #include "io/io_test_util.h"
 
 namespace flashpipe::io {
@@ -124,6 +128,33 @@ TEST(TargetTest, TmpfsFallsBackOrKeepsDirect) {
   bool has_direct = fcntl((*t)->fd(), F_GETFL) & O_DIRECT;
   EXPECT_EQ((*t)->geometry().direct, has_direct);
   unlink(path.c_str());
+}
+
+// ramfs has no O_DIRECT at all: the file opens buffered and says so, and the
+// writer still produces the right bytes through it.
+TEST(TargetTest, NoDirectIoFilesystemFallsBackToBuffered) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to mount ramfs";
+  test::TempDir mnt;
+  ASSERT_EQ(mount("ramfs", mnt.path().c_str(), "ramfs", 0, nullptr), 0) << strerror(errno);
+  {
+    TargetOptions o;
+    o.create = true;
+    o.truncate_to = (1 << 20) + 1000;
+    auto t = Target::Open(mnt.File("f"), o);
+    ASSERT_TRUE(t.ok()) << t.status().ToString();
+    EXPECT_FALSE((*t)->geometry().direct);
+    EXPECT_FALSE(fcntl((*t)->fd(), F_GETFL) & O_DIRECT);
+    auto q = (*t)->MakeQueue(Backend::kAuto, 4);
+    ASSERT_TRUE(q.ok());
+    auto w = ImageWriter::Create({DeviceFor(**t, q->get())}, {});
+    ASSERT_TRUE(w.ok());
+    std::vector<uint8_t> data((1 << 20) + 1000, 0x42);
+    ASSERT_TRUE((*w)->OnRaw(0, data).ok());
+    Status s = (*w)->Finish();
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    EXPECT_EQ(test::ReadAll(mnt.File("f")), data);
+  }
+  umount2(mnt.path().c_str(), MNT_DETACH);
 }
 
 }  // namespace

@@ -35,8 +35,8 @@ int InitRing(unsigned entries, io_uring* ring) {
 
 class UringQueue final : public IoQueue {
  public:
-  UringQueue(int fd, unsigned depth, bool block_device)
-      : fd_(fd), depth_(depth), block_device_(block_device), slots_(depth) {
+  UringQueue(int fd, unsigned depth)
+      : fd_(fd), depth_(depth), slots_(depth) {
     for (unsigned i = 0; i < depth; ++i) free_.push_back(depth - 1 - i);
   }
   ~UringQueue() override {
@@ -164,8 +164,9 @@ class UringQueue final : public IoQueue {
     const IoOp& op = s.op;
     Status status;
     bool transfer = op.kind == OpKind::kWrite || op.kind == OpKind::kRead;
-    if (res < 0 && op.kind == OpKind::kZeroOut && block_device_ && (res == -EOPNOTSUPP || res == -EINVAL)) {
-      status = RunOpBlocking(fd_, op);  // BLKZEROOUT with the kernel's fallback
+    bool zeroing = op.kind == OpKind::kZeroOut || op.kind == OpKind::kPunchHole;
+    if (res < 0 && zeroing && (res == -EOPNOTSUPP || res == -EINVAL)) {
+      status = RunOpBlocking(fd_, op);  // BLKZEROOUT, or zeros written by hand
     } else if (res < 0) {
       status = IoError(DescribeOp(op) + fmt::format(" failed at byte 0x{:x}", op.offset + s.done), -res);
     } else if (transfer) {
@@ -187,7 +188,6 @@ class UringQueue final : public IoQueue {
 
   int fd_;
   unsigned depth_;
-  bool block_device_;
   io_uring ring_{};
   bool registered_ = false;
   std::vector<Slot> slots_;
@@ -217,9 +217,7 @@ Status ProbeUring() {
 }
 
 Result<std::unique_ptr<IoQueue>> MakeUringQueue(int fd, unsigned depth) {
-  struct stat st;
-  bool blk = fstat(fd, &st) == 0 && S_ISBLK(st.st_mode);
-  auto q = std::make_unique<UringQueue>(fd, depth ? depth : 1, blk);
+  auto q = std::make_unique<UringQueue>(fd, depth ? depth : 1);
   int r = q->Init();
   if (r < 0) return IoError("io_uring setup failed", -r);
   return std::unique_ptr<IoQueue>(std::move(q));
