@@ -13,6 +13,7 @@ PACKAGES=(
   libpugixml-dev libssl-dev libblkid-dev libfdisk-dev
   fastboot android-sdk-libsparse-utils bmap-tools fio
   e2fsprogs gdisk fdisk util-linux xxd python3 time
+  gzip xz-utils zstd bzip2 lz4
 )
 
 missing=()
