@@ -89,7 +89,9 @@ Result<std::unique_ptr<ImageWriter>> ImageWriter::Create(std::vector<Device> dev
   m.request_size = AlignUp(std::max(rs, align), align);
   uint64_t mem_align = 4096;
   for (const auto& d : devices) mem_align = std::max<uint64_t>(mem_align, d.geometry.mem_align);
-  unsigned depth = options.queue_depth ? options.queue_depth : 4;
+  // Enough buffers to keep every queue full while two more are prepared.
+  unsigned depth = options.queue_depth;
+  for (const auto& d : devices) depth = std::max(depth, std::min(d.queue->depth(), 64u));
   for (unsigned i = 0; i < depth + 2; ++i) m.pool.emplace_back(m.request_size, mem_align);
   m.pool_refs.assign(m.pool.size(), 0);
   for (auto& p : m.patterns) p.mem = AlignedBuffer(m.request_size, mem_align);

@@ -54,7 +54,9 @@ Device DeviceFor(const Target& target, IoQueue* queue);
 
 struct WriterOptions {
   uint64_t request_size = 0;  // 0 = from geometry (optimal_io or max_request, >= 1 MiB)
-  unsigned queue_depth = 0;   // 0 = 4
+  // Sizes the pool (queue_depth + 2 buffers); 0 = the deepest device queue.
+  // Ops in flight are bounded by each queue's own depth().
+  unsigned queue_depth = 0;
   ZeroMode zero_mode = ZeroMode::kAuto;
   bool discard = false;       // DONT_CARE -> BLKDISCARD on block devices
   bool verify = false;
