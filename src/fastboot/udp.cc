@@ -297,9 +297,10 @@ void UdpServer::HandleFastboot(const Peer& from, uint8_t flags, uint16_t seq, st
   std::shared_ptr<UdpChannel> ch;
   {
     std::lock_guard lock(mu_);
-    if (channel_->closed()) {
+    if (channel_->closed() && !payload.empty()) {
       // The session ended while the client was quiet (e.g. resparsing the
       // next part): carry on in a new one; the device keeps the download.
+      // A poll instead still collects what the ended session said last.
       if (!CanTakeOver(from)) {
         return SendTo(from, udp::kIdError, seq, fmt::format("busy: another session is active ({})", device_->owner()), false);
       }
