@@ -121,7 +121,7 @@ Result<ImageSummary> SummarizeSparse(const std::string& path) {
   FP_ASSIGN_OR_RETURN(UniqueFd fd, OpenImage(path));
   ImageSummary s;
   SummarySink sink(&s);
-  FP_RETURN_IF_ERROR(sparse::DecodeFd(fd.get(), sink, {}, path));
+  FP_RETURN_IF_ERROR(sparse::DecodeFd(fd.get(), sink, {}, path).WithContext(path));
   return s;
 }
 
@@ -155,7 +155,11 @@ std::string FormatStudyLine(const StudyResult& r, uint64_t fastest_ns) {
   const double mbps = r.ns ? double(r.data_bytes) / s / 1e6 : 0;
   std::string ratio = r.ns <= fastest_ns ? "fastest"
                                          : fmt::format("{:.2f}x the fastest", double(r.ns) / double(fastest_ns));
-  return fmt::format("{}: {:.3f} s, {:.1f} MB/s ({})", VariantLabel(r.variant), s, mbps, ratio);
+  std::string line = fmt::format("{}: {:.3f} s, {:.1f} MB/s ({})", VariantLabel(r.variant), s, mbps, ratio);
+  if (r.device_ns > 0) {
+    line += fmt::format("; device busy {:.3f} s, {} requests", double(r.device_ns) / 1e9, r.requests);
+  }
+  return line;
 }
 
 Result<StudyResult> RunBounce(const std::string& image, const ImageSummary& summary, const StudyVariant& v,
@@ -173,8 +177,9 @@ Result<StudyResult> RunBounce(const std::string& image, const ImageSummary& summ
 Result<StudyResult> RunPipelined(const std::string& image, const ImageSummary& summary,
                                  const io::Device& device, const io::WriterOptions& options, Clock& clock) {
   FP_ASSIGN_OR_RETURN(UniqueFd fd, OpenImage(image));
-  const uint64_t start = clock.Now();
+  // Buffers are allocated before the clock starts, as for the bounce variants.
   FP_ASSIGN_OR_RETURN(auto writer, io::ImageWriter::Create({device}, options));
+  const uint64_t start = clock.Now();
   FP_RETURN_IF_ERROR(sparse::DecodeFd(fd.get(), *writer, {}, image).WithContext("pipelined"));
   FP_RETURN_IF_ERROR(writer->Finish().WithContext("pipelined"));
   StudyVariant v;

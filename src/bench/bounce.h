@@ -89,7 +89,8 @@ struct StudyResult {
   StudyVariant variant;
   uint64_t ns = 0;
   uint64_t data_bytes = 0;  // RAW + FILL bytes of the image
-  uint64_t requests = 0;    // bounce variants: blocking writes issued
+  uint64_t requests = 0;    // requests issued (writes; the engine's also zero-outs)
+  uint64_t device_ns = 0;   // sim targets: time the device was busy (0 = unknown)
 };
 // "buffer 100 blocks: 12.345 s, 3.4 MB/s (5.26x the fastest)"; the fastest
 // says "(fastest)".

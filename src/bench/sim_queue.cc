@@ -92,8 +92,8 @@ io::Geometry SimGeometry(const SimSpec& spec) {
   g.physical_block = spec.lbs;
   g.mem_align = 4096;
   g.offset_align = spec.lbs;
-  g.max_request = uint64_t{32} << 20;
-  g.block_device = false;
+  g.max_request = uint64_t{1} << 20;  // what an eMMC host typically allows per request
+  g.block_device = true;  // so writers zero ranges with kZeroOut, as on an eMMC
   g.direct = true;
   return g;
 }

@@ -7,6 +7,19 @@
 namespace flashpipe::bench {
 namespace {
 
+// On a sim, what the device did during `run` (busy time, requests).
+template <typename F>
+Result<StudyResult> WithDeviceStats(io::IoQueue* q, F run) {
+  auto* sim = dynamic_cast<SimQueue*>(q);
+  const SimStats before = sim ? sim->stats() : SimStats{};
+  FP_ASSIGN_OR_RETURN(StudyResult r, run());
+  if (sim) {
+    r.device_ns = sim->stats().busy_ns - before.busy_ns;
+    r.requests = sim->stats().requests - before.requests;
+  }
+  return r;
+}
+
 template <typename R>
 R Median(std::vector<R> runs) {
   std::sort(runs.begin(), runs.end(), [](const R& a, const R& b) { return a.ns < b.ns; });
@@ -103,8 +116,9 @@ Result<std::vector<StudyResult>> RunSparseStudy(BenchTarget& t, const ImageSumma
     FP_ASSIGN_OR_RETURN(auto queue, t.MakeQueue(1));
     std::vector<StudyResult> runs;
     for (unsigned i = 0; i < std::max(o.repeat, 1u); ++i) {
-      FP_ASSIGN_OR_RETURN(StudyResult r, RunBounce(o.image, image, v, queue.get(), t.clock(), area.offset,
-                                                   g.logical_block, g.mem_align));
+      FP_ASSIGN_OR_RETURN(StudyResult r, WithDeviceStats(queue.get(), [&] {
+        return RunBounce(o.image, image, v, queue.get(), t.clock(), area.offset, g.logical_block, g.mem_align);
+      }));
       runs.push_back(r);
     }
     results.push_back(Median(runs));
@@ -120,7 +134,9 @@ Result<std::vector<StudyResult>> RunSparseStudy(BenchTarget& t, const ImageSumma
   wo.queue_depth = o.queue_depth;
   std::vector<StudyResult> runs;
   for (unsigned i = 0; i < std::max(o.repeat, 1u); ++i) {
-    FP_ASSIGN_OR_RETURN(StudyResult r, RunPipelined(o.image, image, dev, wo, t.clock()));
+    FP_ASSIGN_OR_RETURN(StudyResult r, WithDeviceStats(queue.get(), [&] {
+      return RunPipelined(o.image, image, dev, wo, t.clock());
+    }));
     runs.push_back(r);
   }
   results.push_back(Median(runs));
