@@ -20,8 +20,8 @@ MOUNTS=()
 PIDS=()
 cleanup() {
   for p in "${PIDS[@]:-}"; do [ -n "$p" ] && kill "$p" 2>/dev/null || true; done
-  for l in "${LOOPS[@]:-}"; do [ -n "$l" ] && losetup -d "$l" 2>/dev/null || true; done
   for m in "${MOUNTS[@]:-}"; do [ -n "$m" ] && umount "$m" 2>/dev/null || true; done
+  for l in "${LOOPS[@]:-}"; do [ -n "$l" ] && losetup -d "$l" 2>/dev/null || true; done
   rm -rf "$T"
 }
 trap cleanup EXIT
@@ -228,6 +228,12 @@ expect_fail aosp.simg out_ok.img "$SMALL"; err_has "does not fit" "oversized wit
 [ ! -e out_ok.img ] || fail "a file target was created although another target is too small"
 [ "$(readback "$SMALL" 16777216 | sha256sum)" = "$before" ] || fail "oversized image touched the small target"
 ok "image larger than target refused before writing, target untouched"
+# A mounted block device is refused (O_EXCL) unless --force.
+mkfs.ext4 -q -F "$SMALL"
+mkdir mnt && mount "$SMALL" mnt && MOUNTS+=("$T/mnt")
+expect_fail odd.img "$SMALL"; err_has "$SMALL" "mounted target"
+ok "mounted block device refused: $(head -c 160 err)"
+umount mnt
 # A stream of unknown size that runs past the end of the device: error with offset.
 expect_fail - "$SMALL" < ext4.img
 err_has "16777216\|0x1000000" "raw stream past the end"
