@@ -43,9 +43,9 @@ cmp "$work/written.raw" "$work/expected.raw" && echo "written file equals AOSP s
 
 step "serve a GPT disk image over fastboot TCP and flash it with the AOSP client"
 truncate -s 256M "$work/disk.img"
-sgdisk -q -n 1:2048:+32M -c 1:boot_a -n 2:0:+32M -c 2:boot_b -n 3:0:+160M -c 3:system "$work/disk.img"
+sgdisk -o -n 1:2048:+32M -c 1:boot_a -n 2:0:+32M -c 2:boot_b -n 3:0:+160M -c 3:system "$work/disk.img" >/dev/null
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-"$FP" serve --storage "$work/disk.img" --tcp "127.0.0.1:$port" --max-download-size 32M &
+"$FP" serve --storage "$work/disk.img" --tcp "127.0.0.1:$port" --max-download-size 2M &
 daemon=$!
 sleep 0.5
 timeout 60 fastboot -s "tcp:127.0.0.1:$port" getvar partition-size:system 2>&1 | head -1
