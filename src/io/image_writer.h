@@ -36,7 +36,8 @@ enum class ZeroMode { kAuto, kWrite };      // auto: zeroout/holes; write: real 
 Result<ZeroMode> ParseZeroMode(std::string_view name);  // auto|write
 
 // One destination: a queue on a target, its geometry and its window. The
-// writer does not own the queue.
+// writer does not own the queue; the queue must outlive the writer (the
+// writer's destructor waits for what is still in flight).
 struct Device {
   std::string name;
   IoQueue* queue = nullptr;

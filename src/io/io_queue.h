@@ -58,6 +58,7 @@ class IoQueue {
   virtual Status Sync() = 0;
   // Optional: fixed buffers (io_uring). Failure (e.g. RLIMIT_MEMLOCK) is not
   // an error: the queue then uses plain buffers and buf_index is ignored.
+  // A new call replaces the earlier set: one writer per queue at a time.
   virtual bool RegisterBuffers(std::span<const std::span<uint8_t>> /*buffers*/) { return false; }
 };
 

@@ -1,0 +1,116 @@
+// ImageWriter, setup: the common alignment of all devices, the request
+// size, the buffer pool and its registration with each queue.
+#include <algorithm>
+
+#include "io/writer_impl.h"
+
+namespace flashpipe::io {
+namespace {
+
+constexpr uint64_t kMiB = 1 << 20;
+constexpr uint64_t kMaxRequest = 4 * kMiB;  // bounds the pool at (depth + 2) x 4 MiB
+
+uint64_t AlignDown(uint64_t v, uint64_t a) { return v / a * a; }
+uint64_t AlignUp(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
+
+// The file's end is the window's end, so its last block may be written whole.
+bool Extendable(const Device& d) {
+  return d.file_fd >= 0 && !d.geometry.block_device &&
+         d.window_offset + d.window_size == d.geometry.size;
+}
+
+// The largest power of two <= every device's preferred alignment at which
+// every window starts (and ends, unless the file can be trimmed afterwards).
+Result<uint64_t> CommonAlignment(const std::vector<Device>& devices) {
+  uint64_t a = 512;
+  for (const auto& d : devices) a = std::max<uint64_t>(a, d.geometry.offset_align);
+  auto fits = [&](uint64_t x) {
+    return std::all_of(devices.begin(), devices.end(), [&](const Device& d) {
+      return d.window_offset % x == 0 && (d.window_size % x == 0 || Extendable(d));
+    });
+  };
+  while (a > 512 && !fits(a)) a /= 2;
+  for (const auto& d : devices)
+    if (a < d.geometry.logical_block || d.window_offset % a != 0)
+      return InvalidArgument(fmt::format("{}: window 0x{:x}+{} is not aligned to the {}-byte block",
+                                         d.name, d.window_offset, d.window_size, d.geometry.logical_block));
+  return a;
+}
+
+uint64_t DefaultRequestSize(const Geometry& g) {
+  uint64_t rs = g.optimal_io ? g.optimal_io : g.max_request;
+  return std::clamp<uint64_t>(rs, kMiB, kMaxRequest);
+}
+
+}  // namespace
+
+Device DeviceFor(const Target& target, IoQueue* queue) {
+  Device d;
+  d.name = target.path();
+  d.queue = queue;
+  d.geometry = target.geometry();
+  d.window_offset = target.window_offset();
+  d.window_size = target.window_size();
+  d.reads_zero = target.fresh();
+  if (!target.geometry().block_device) d.file_fd = target.fd();
+  return d;
+}
+
+Result<ZeroMode> ParseZeroMode(std::string_view name) {
+  if (name == "auto") return ZeroMode::kAuto;
+  if (name == "write") return ZeroMode::kWrite;
+  return InvalidArgument(fmt::format("unknown zero mode '{}' (auto, write)", name));
+}
+
+Result<std::unique_ptr<ImageWriter>> ImageWriter::Create(std::vector<Device> devices,
+                                                         const WriterOptions& options) {
+  if (devices.empty()) return InvalidArgument("no target device");
+  for (auto& d : devices) {
+    if (d.queue == nullptr) return InvalidArgument(d.name + ": no I/O queue");
+    if (d.window_offset > d.geometry.size) return NoSpace(d.name + ": window starts beyond the end");
+    if (d.window_size == 0) d.window_size = d.geometry.size - d.window_offset;
+  }
+  FP_ASSIGN_OR_RETURN(uint64_t align, CommonAlignment(devices));
+  auto w = std::unique_ptr<ImageWriter>(new ImageWriter());
+  Impl& m = *w->impl_;
+  m.options = options;
+  m.align = align;
+  uint64_t rs = options.request_size ? options.request_size : DefaultRequestSize(devices[0].geometry);
+  m.request_size = AlignUp(std::max(rs, align), align);
+  uint64_t mem_align = 4096;
+  for (const auto& d : devices) mem_align = std::max<uint64_t>(mem_align, d.geometry.mem_align);
+  // Enough buffers to keep every queue full while two more are prepared.
+  unsigned depth = options.queue_depth;
+  for (const auto& d : devices) depth = std::max(depth, std::min(d.queue->depth(), 64u));
+  for (unsigned i = 0; i < depth + 2; ++i) m.pool.emplace_back(m.request_size, mem_align);
+  m.pool_refs.assign(m.pool.size(), 0);
+  for (auto& p : m.patterns) p.mem = AlignedBuffer(m.request_size, mem_align);
+  m.pattern_base = static_cast<int>(m.pool.size());
+  uint64_t min_limit = UINT64_MAX;
+  for (auto& dev : devices) {
+    DevState d;
+    d.dev = dev;
+    d.extendable = Extendable(dev);
+    d.limit = d.extendable ? AlignUp(dev.window_size, align) : dev.window_size;
+    min_limit = std::min(min_limit, d.limit);
+    d.digests = DigestMap(align);
+    for (int i = 0; i < 2; ++i) d.scratch.emplace_back(align, mem_align);
+    d.scratch_busy.assign(2, false);
+    d.scratch_base = m.pattern_base + 2;
+    m.devs.push_back(std::move(d));
+  }
+  if (options.first_block_last) {
+    m.hold_len = std::min(AlignUp(kMiB, align), AlignDown(min_limit, align));
+    for (auto& d : m.devs) d.hold = AlignedBuffer(m.hold_len, mem_align);
+  }
+  for (auto& d : m.devs) {
+    std::vector<std::span<uint8_t>> bufs;
+    for (auto& b : m.pool) bufs.push_back(b.span());
+    for (auto& p : m.patterns) bufs.push_back(p.mem.span());
+    for (auto& s : d.scratch) bufs.push_back(s.span());
+    (void)d.dev.queue->RegisterBuffers(bufs);  // optional: plain buffers otherwise
+  }
+  return w;
+}
+
+}  // namespace flashpipe::io
