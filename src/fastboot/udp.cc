@@ -1,5 +1,6 @@
 #include "fastboot/udp.h"
 
+#include <arpa/inet.h>
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -136,6 +137,34 @@ Result<std::unique_ptr<UdpServer>> UdpServer::Bind(const std::string& host_port,
   return s;
 }
 
+Result<std::unique_ptr<UdpServer>> UdpServer::ForTest(FastbootDevice* device, UdpOptions options, SendFn send) {
+  std::unique_ptr<UdpServer> s(new UdpServer());
+  s->wake_fd_.Reset(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  if (!s->wake_fd_.valid()) return ErrnoError("eventfd");
+  s->device_ = device;
+  s->options_ = options;
+  s->expected_seq_ = 1;
+  s->send_hook_ = std::move(send);
+  s->session_thread_ = std::thread([p = s.get()] { p->SessionLoop(); });
+  return s;
+}
+
+void UdpServer::InjectPacket(uint16_t from_port, std::span<const uint8_t> packet) {
+  Peer from;
+  auto* v4 = reinterpret_cast<sockaddr_in*>(&from.addr);
+  v4->sin_family = AF_INET;
+  v4->sin_port = htons(from_port);
+  v4->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  from.len = sizeof(sockaddr_in);
+  HandlePacket(from, packet);
+  // Let the session answer a poll before the next packet, as a real client
+  // would wait for it (keeps fuzz runs close to deterministic).
+  for (int i = 0; i < 20 && poll_pending_; ++i) {
+    AnswerPendingPoll(false);
+    if (poll_pending_) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
+
 UdpServer::~UdpServer() {
   stop_ = true;
   {
@@ -208,13 +237,18 @@ void UdpServer::PacketLoop() {
   }
 }
 
+void UdpServer::SendRaw(const Peer& to, std::span<const uint8_t> pkt) {
+  if (send_hook_) return send_hook_(pkt);
+  ::sendto(fd_.get(), pkt.data(), pkt.size(), 0, reinterpret_cast<const sockaddr*>(&to.addr), to.len);
+}
+
 void UdpServer::SendTo(const Peer& to, uint8_t id, uint16_t seq, std::string_view payload, bool save) {
   std::vector<uint8_t> pkt(udp::kHeaderSize + payload.size());
   pkt[0] = id;
   pkt[1] = 0;
   StoreBE16(&pkt[2], seq);
   std::memcpy(pkt.data() + udp::kHeaderSize, payload.data(), payload.size());
-  ::sendto(fd_.get(), pkt.data(), pkt.size(), 0, reinterpret_cast<const sockaddr*>(&to.addr), to.len);
+  SendRaw(to, pkt);
   if (save) saved_ = std::move(pkt);
 }
 
@@ -252,7 +286,7 @@ bool UdpServer::CanTakeOver(const Peer& from) const {
 void UdpServer::HandleInit(const Peer& from, uint16_t seq, std::span<const uint8_t> payload) {
   if (peer_ && from == *peer_ && seq == static_cast<uint16_t>(expected_seq_ - 1) && !saved_.empty() &&
       saved_[0] == udp::kIdInit) {
-    ::sendto(fd_.get(), saved_.data(), saved_.size(), 0, reinterpret_cast<const sockaddr*>(&from.addr), from.len);
+    SendRaw(from, saved_);
     return;
   }
   if (payload.size() < 4) {
@@ -290,7 +324,7 @@ void UdpServer::HandleFastboot(const Peer& from, uint8_t flags, uint16_t seq, st
     return SendTo(from, udp::kIdError, seq, "no session: send init first", false);
   }
   if (seq == static_cast<uint16_t>(expected_seq_ - 1) && !saved_.empty()) {
-    ::sendto(fd_.get(), saved_.data(), saved_.size(), 0, reinterpret_cast<const sockaddr*>(&from.addr), from.len);
+    SendRaw(from, saved_);
     return;
   }
   if (seq != expected_seq_ || (poll_pending_ && seq == poll_seq_)) return;

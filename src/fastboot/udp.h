@@ -28,6 +28,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -103,6 +104,14 @@ class UdpServer {
   uint16_t port() const;
   void Start();
 
+  // Tests and the fuzzer: no socket; packets go in through InjectPacket (on
+  // the caller's thread) and answers out through `send`. The session thread
+  // runs as usual.
+  using SendFn = std::function<void(std::span<const uint8_t> packet)>;
+  static Result<std::unique_ptr<UdpServer>> ForTest(FastbootDevice* device, UdpOptions options, SendFn send);
+  // `from_port` tells clients apart.
+  void InjectPacket(uint16_t from_port, std::span<const uint8_t> packet);
+
  private:
   using Clock = std::chrono::steady_clock;
   struct Peer {
@@ -117,10 +126,12 @@ class UdpServer {
   void HandleInit(const Peer& from, uint16_t seq, std::span<const uint8_t> payload);
   void HandleFastboot(const Peer& from, uint8_t flags, uint16_t seq, std::span<const uint8_t> payload);
   void AnswerPendingPoll(bool keepalive_due);
+  void SendRaw(const Peer& to, std::span<const uint8_t> packet);
   void SendTo(const Peer& to, uint8_t id, uint16_t seq, std::string_view payload, bool save);
   bool CanTakeOver(const Peer& from) const;
 
   UniqueFd fd_;
+  SendFn send_hook_;
   UniqueFd wake_fd_;  // eventfd: the session queued a response
   FastbootDevice* device_ = nullptr;
   UdpOptions options_;
