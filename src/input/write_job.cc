@@ -43,9 +43,12 @@ Status RefuseAliases(const std::string& image, const std::vector<std::string>& t
   return Status::Ok();
 }
 
-bool IsBlockDevice(const std::string& path) {
+// Opened in the first pass: block devices, and missing paths under /dev
+// (refused by Target::Open before any file is truncated).
+bool OpenFirst(const std::string& path) {
   struct stat st;
-  return ::stat(path.c_str(), &st) == 0 && S_ISBLK(st.st_mode);
+  if (::stat(path.c_str(), &st) == 0) return S_ISBLK(st.st_mode);
+  return path.starts_with("/dev/");
 }
 
 // Block devices first (opened, size checked), then regular files (created,
@@ -55,7 +58,7 @@ Result<std::vector<OpenedTarget>> OpenTargets(const WriteRequest& req, std::opti
   for (size_t pass = 0; pass < 2; ++pass) {
     for (size_t i = 0; i < req.targets.size(); ++i) {
       const std::string& path = req.targets[i];
-      bool blk = IsBlockDevice(path) || path.starts_with("/dev/");
+      bool blk = OpenFirst(path);
       if (blk != (pass == 0)) continue;
       io::TargetOptions o{.force = req.force, .create = true};
       if (!blk && known && *known > 0) o.truncate_to = *known;

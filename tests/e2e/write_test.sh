@@ -22,7 +22,7 @@ cleanup() {
   for p in "${PIDS[@]:-}"; do [ -n "$p" ] && kill "$p" 2>/dev/null || true; done
   for m in "${MOUNTS[@]:-}"; do [ -n "$m" ] && umount "$m" 2>/dev/null || true; done
   for l in "${LOOPS[@]:-}"; do [ -n "$l" ] && losetup -d "$l" 2>/dev/null || true; done
-  rm -rf "$T"
+  rm -rf "$T" "/dev/shm/fp_write_e2e.$$.img"
 }
 trap cleanup EXIT
 cd "$T"
@@ -131,6 +131,14 @@ rm -f out.img
 fp write --no-progress --bmap ext4.bmap - out.img < ext4.img
 same out.img ref_bmap.img "stdin + bmap"
 ok "stdin raw + bmap"
+
+# An existing regular file under /dev (tmpfs /dev/shm) is a file, not a missing disk.
+SHM=/dev/shm/fp_write_e2e.$$.img
+: > "$SHM"
+fp write --no-progress aosp.simg.lz4 "$SHM"
+same "$SHM" ref.img "file under /dev/shm"
+rm -f "$SHM"
+ok "regular file under /dev/shm"
 
 # ---- backends forced
 for b in io_uring threads sync; do
