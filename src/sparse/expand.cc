@@ -45,7 +45,7 @@ Status WriteFull(int fd, std::span<const uint8_t> data, uint64_t offset, std::st
 }  // namespace
 
 FdImageSink::FdImageSink(int fd, std::string name, Kind kind, uint64_t capacity)
-    : fd_(fd), name_(std::move(name)), kind_(kind), capacity_(capacity) {}
+    : fd_(fd), name_(std::move(name)), kind_(kind), capacity_(capacity), writeback_(fd) {}
 
 Status FdImageSink::OnHeader(const FileHeader& h) {
   if (kind_ == Kind::kDevice && capacity_ > 0 && h.image_size() > capacity_) {
@@ -59,7 +59,11 @@ Status FdImageSink::OnHeader(const FileHeader& h) {
 }
 
 Status FdImageSink::WriteAt(uint64_t offset, std::span<const uint8_t> data) {
-  if (kind_ != Kind::kStream) return PwriteFull(fd_, data, offset, name_);
+  if (kind_ != Kind::kStream) {
+    FP_RETURN_IF_ERROR(PwriteFull(fd_, data, offset, name_));
+    if (kind_ == Kind::kFile) writeback_.Wrote(offset + data.size());
+    return Status::Ok();
+  }
   if (offset != stream_pos_) return Internal(fmt::format("{}: out-of-order write at 0x{:x}", name_, offset));
   stream_pos_ += data.size();
   return WriteFull(fd_, data, offset, name_);

@@ -19,6 +19,7 @@
 #include "base/status.h"
 #include "sparse/decoder.h"
 #include "sparse/sink.h"
+#include "sparse/writer.h"
 
 namespace flashpipe::sparse {
 
@@ -47,6 +48,7 @@ class FdImageSink : public Sink {
   uint64_t image_size_ = 0;
   uint64_t stream_pos_ = 0;
   bool punch_ok_ = true;
+  WritebackKicker writeback_;
 };
 
 // inputs: sparse image paths ("-" = stdin, at most once); output: a path,

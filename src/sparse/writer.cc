@@ -1,5 +1,6 @@
 #include "sparse/writer.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -55,8 +56,27 @@ FdOutput::FdOutput(int fd, std::string name) : fd_(fd), name_(std::move(name)) {
   off_t pos = ::lseek(fd, 0, SEEK_CUR);
   if (pos >= 0 && ::fstat(fd, &st) == 0 && (S_ISREG(st.st_mode) || S_ISBLK(st.st_mode))) {
     seekable_ = true;
+    regular_ = S_ISREG(st.st_mode);
     base_ = static_cast<uint64_t>(pos);
   }
+}
+
+void WritebackKicker::Wrote(uint64_t end) {
+  constexpr uint64_t kKick = uint64_t{32} << 20;
+  if (end < from_) from_ = 0;  // a new overlay pass starts over
+  if (end - from_ < kKick) return;
+  ::sync_file_range(fd_, static_cast<off_t>(from_), static_cast<off_t>(end - from_), SYNC_FILE_RANGE_WRITE);
+  from_ = end;
+}
+
+Status FdOutput::Advance(uint64_t n) {
+  pos_ += n;
+  if (regular_ && pos_ - writeback_from_ >= (uint64_t{32} << 20)) {
+    ::sync_file_range(fd_, static_cast<off_t>(base_ + writeback_from_), static_cast<off_t>(pos_ - writeback_from_),
+                      SYNC_FILE_RANGE_WRITE);
+    writeback_from_ = pos_;
+  }
+  return Status::Ok();
 }
 
 Status FdOutput::Write(std::span<const uint8_t> a, std::span<const uint8_t> b) {
@@ -70,7 +90,7 @@ Status FdOutput::Write(std::span<const uint8_t> a, std::span<const uint8_t> b) {
     ssize_t n = ::writev(fd_, iov + first, 2 - first);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) return ErrnoError(fmt::format("write {} at byte 0x{:x}", name_, pos_));
-    pos_ += static_cast<uint64_t>(n);
+    FP_RETURN_IF_ERROR(Advance(static_cast<uint64_t>(n)));
     for (size_t left = static_cast<size_t>(n); left > 0 && first < 2;) {
       size_t k = std::min(left, iov[first].iov_len);
       iov[first].iov_base = static_cast<uint8_t*>(iov[first].iov_base) + k;
@@ -104,7 +124,7 @@ Status FdOutput::CopyFrom(int in_fd, uint64_t in_offset, uint64_t len, std::stri
     if (n <= 0) break;  // EXDEV, EINVAL, ENOSYS... or a short source: use the slow path
     in_offset += static_cast<uint64_t>(n);
     len -= static_cast<uint64_t>(n);
-    pos_ += static_cast<uint64_t>(n);
+    FP_RETURN_IF_ERROR(Advance(static_cast<uint64_t>(n)));
   }
   return len == 0 ? Status::Ok() : Output::CopyFrom(in_fd, in_offset, len, in_name);
 }

@@ -48,9 +48,27 @@ class FdOutput : public Output {
  private:
   int fd_;
   std::string name_;
+  Status Advance(uint64_t n);
+
   bool seekable_ = false;
+  bool regular_ = false;
   uint64_t base_ = 0;  // fd position when we started
   uint64_t pos_ = 0;   // bytes written by us
+  uint64_t writeback_from_ = 0;
+};
+
+// Starts writeback of a regular file's dirty range every 32 MiB so that
+// the final fsync, which every flashpipe output gets, finds little left to
+// do: the disk works while we compute. Fire-and-forget (errors show at fsync).
+class WritebackKicker {
+ public:
+  explicit WritebackKicker(int fd) : fd_(fd) {}
+  // Call after writing up to `end` (exclusive), in mostly increasing order.
+  void Wrote(uint64_t end);
+
+ private:
+  int fd_;
+  uint64_t from_ = 0;
 };
 
 class CallbackOutput : public Output {
