@@ -160,25 +160,27 @@ bool DenyIoUringSetup() {
 
 // Runs in a child process (a fresh probe cache): with io_uring refused, auto
 // falls back to threads, asking for io_uring explicitly is an error, and the
-// fallback still writes.
-void AutoFallsBackWhenRefused() {
-  if (!DenyIoUringSetup()) _exit(10);
+// fallback still writes. Returns the child's exit code.
+int FallbackCheck() {
+  if (!DenyIoUringSetup()) return 10;
   Status probe = ProbeUring();
-  if (probe.ok() || probe.sys_errno() != EPERM) _exit(11);
+  if (probe.ok() || probe.sys_errno() != EPERM) return 11;
   test::TempDir dir;
   TargetOptions o;
   o.create = true;
   o.truncate_to = 1 << 20;
   auto t = Target::Open(dir.File("f"), o);
-  if (!t.ok()) _exit(12);
+  if (!t.ok()) return 12;
   auto q = (*t)->MakeQueue(Backend::kAuto, 4);
-  if (!q.ok() || (*q)->name() != "threads") _exit(13);
-  if ((*t)->MakeQueue(Backend::kUring, 4).ok()) _exit(14);
+  if (!q.ok() || (*q)->name() != "threads") return 13;
+  if ((*t)->MakeQueue(Backend::kUring, 4).ok()) return 14;
   AlignedBuffer buf(4096);
-  if (!(*q)->Submit({OpKind::kWrite, 0, 4096, buf.data(), -1, 1}).ok()) _exit(15);
+  if (!(*q)->Submit({OpKind::kWrite, 0, 4096, buf.data(), -1, 1}).ok()) return 15;
   auto c = (*q)->Wait();
-  _exit(c.ok() && c->status.ok() ? 0 : 16);
+  return c.ok() && c->status.ok() ? 0 : 16;
 }
+
+void AutoFallsBackWhenRefused() { _exit(FallbackCheck()); }  // temp dir removed first
 
 TEST(QueueProbeTest, SeccompRefusalFallsBackToThreads) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
