@@ -178,7 +178,7 @@ Result<int> ImageWriter::Impl::AcquireScratch(DevState& d) {
 // The current content of one block, through the same O_DIRECT queue (after
 // any write to it in flight), from the held-back copy, or zeros when the
 // device is known to read back zeros there.
-Status ImageWriter::Impl::ReadBlock(DevState& d, uint64_t begin, uint8_t* dst, int scratch) {
+Status ImageWriter::Impl::ReadBlock(DevState& d, uint64_t begin, uint8_t* dst) {
   if (hold_len > 0 && begin < hold_len) {
     FP_RETURN_IF_ERROR(LoadHold(d));
     std::memcpy(dst, d.hold.data() + begin, align);
@@ -189,7 +189,6 @@ Status ImageWriter::Impl::ReadBlock(DevState& d, uint64_t begin, uint8_t* dst, i
     return Status::Ok();
   }
   FP_RETURN_IF_ERROR(Issue(d, OpKind::kRead, begin, align, dst, {BufRef::kNone, -1}));
-  (void)scratch;
   return WaitTag(d, last_tag);
 }
 
@@ -199,7 +198,7 @@ Status ImageWriter::Impl::ReadModifyWrite(uint64_t block, uint64_t lo, uint64_t 
   for (auto& d : devs) {
     FP_ASSIGN_OR_RETURN(int s, AcquireScratch(d));
     uint8_t* buf = d.scratch[s].data();
-    if (Status st = ReadBlock(d, block, buf, s); !st.ok()) {
+    if (Status st = ReadBlock(d, block, buf); !st.ok()) {
       d.scratch_busy[s] = false;
       return st;
     }

@@ -93,7 +93,7 @@ struct ImageWriter::Impl {
   Result<int> AcquirePool();
   Result<int> AcquirePattern(uint32_t pattern);
   Result<int> AcquireScratch(DevState& d);
-  Status ReadBlock(DevState& d, uint64_t begin, uint8_t* dst, int buf_index);
+  Status ReadBlock(DevState& d, uint64_t begin, uint8_t* dst);
   Status ReadModifyWrite(uint64_t block, uint64_t lo, uint64_t hi, const uint8_t* src);
   Status LoadHold(DevState& d);
   void ApplyToHold(DevState& d, OpKind kind, uint64_t begin, uint64_t length, const uint8_t* buf);
