@@ -21,10 +21,11 @@ Status BounceSink::WriteBuffer(uint64_t offset, uint64_t length) {
     return NoSpace(fmt::format("{}: write {}+{} outside the partition ({} bytes)", device_.name, offset,
                                length, window));
   }
-  if (device_.geometry.direct && (offset % device_.geometry.offset_align != 0 ||
-                                  length % device_.geometry.offset_align != 0)) {
-    return Unsupported(fmt::format("{}: bounce write {}+{} not aligned to {}", device_.name, offset,
-                                   length, device_.geometry.offset_align));
+  // O_DIRECT needs logical-block alignment only; 100 blocks of 512 bytes is
+  // not a multiple of 4096, which is the point of the model.
+  uint32_t align = device_.geometry.logical_block;
+  if (device_.geometry.direct && (offset % align != 0 || length % align != 0)) {
+    return Unsupported(fmt::format("{}: bounce write {}+{} not aligned to {}", device_.name, offset, length, align));
   }
   io::IoOp op{.kind = io::OpKind::kWrite, .offset = device_.window_offset + offset, .length = length,
               .buf = buffer_.data()};

@@ -1,0 +1,117 @@
+#!/usr/bin/env bash
+# fastboot flash speed of `flashpipe serve`, side by side in one run:
+#   1. default: the client's per-part "Writing" times, summed, vs fio writing
+#      the same bytes (RAW + FILL data) to the same loop device (goal <= 1.25x);
+#   2. --write-behind: the whole flash (until a final getvar, which waits for
+#      the writes) vs sending alone (daemon with --discard-writes; goal <= 1.2x);
+#   3. --bounce-blocks 100: the U-Boot sparse writer before b1aade87ca1 (one
+#      51200-byte synchronous request at a time), summed "Writing" times.
+# Image: 1.5 GiB, super-like (zero runs, fills, random data), generated here,
+# sparse, split by the client into 256 MiB parts (max-download-size 256M),
+# over TCP loopback, to a loop device with --direct-io=on. Medians of RUNS.
+#   bench/fastboot_bench.sh [RUNS]   (env FLASHPIPE=path/to/flashpipe)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+FLASHPIPE=${FLASHPIPE:-build/flashpipe}
+RUNS=${1:-3}
+for t in fastboot img2simg fio losetup python3; do command -v $t >/dev/null || { echo "SKIP: $t missing"; exit 0; }; done
+work=$(mktemp -d -p "${BENCH_DIR:-/var/tmp}")
+daemon_pid=""; loopdev=""
+cleanup() {
+  [ -n "$daemon_pid" ] && { kill "$daemon_pid" 2>/dev/null || true; wait "$daemon_pid" 2>/dev/null || true; }
+  [ -n "$loopdev" ] && losetup -d "$loopdev"
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+echo "== generating a 1.5 GiB super-like image in $work"
+python3 - "$work/super.raw" <<'PY'
+import os, sys
+# Per 32 MiB: 12 MiB random, 8 MiB zeros, 4 MiB fill, 8 MiB random.
+with open(sys.argv[1], "wb") as f:
+    for i in range(48):
+        f.write(os.urandom(12 << 20)); f.write(bytes(8 << 20))
+        f.write(b"\x5a\xa5\x00\xff" * (1 << 20)); f.write(os.urandom(8 << 20))
+PY
+img2simg "$work/super.raw" "$work/super.simg"
+rm "$work/super.raw"
+# Bytes the image asks to be written (RAW + FILL), what fio writes.
+data_bytes=$(python3 - "$work/super.simg" <<'PY'
+import struct, sys
+f = open(sys.argv[1], "rb")
+magic, _, _, fh, ch, blk, blocks, chunks, _ = struct.unpack("<IHHHHIIII", f.read(28))
+f.seek(fh)
+total = 0
+for _ in range(chunks):
+    t, _, n, sz = struct.unpack("<HHII", f.read(12))
+    if t in (0xCAC1, 0xCAC2): total += n * blk
+    f.seek(sz - ch, 1)
+print(total)
+PY
+)
+truncate -s 1600M "$work/disk.img"
+loopdev=$(losetup --direct-io=on -f --show "$work/disk.img")
+echo "image: $(stat -c %s "$work/super.simg") bytes sparse, $data_bytes bytes of RAW+FILL data; device $loopdev (direct I/O)"
+
+PORT=$(python3 -c "import socket; s=socket.socket(); s.bind(('127.0.0.1',0)); print(s.getsockname()[1])")
+start() {
+  "$FLASHPIPE" serve --partition "super=$loopdev" --tcp "127.0.0.1:$PORT" --state "$work/state" "$@" \
+    >"$work/daemon.out" 2>"$work/daemon.log" &
+  daemon_pid=$!
+  for _ in $(seq 50); do grep -q listening "$work/daemon.out" 2>/dev/null && return; sleep 0.1; done
+  echo "daemon failed: $(cat "$work/daemon.log")"; exit 1
+}
+stop() { kill "$daemon_pid"; wait "$daemon_pid" 2>/dev/null || true; daemon_pid=""; }
+fb() { timeout 600 fastboot -s "tcp:127.0.0.1:$PORT" "$@"; }
+sum_of() { grep "^$1" "$work/fb.out" | sed -n 's/.*OKAY \[ *\([0-9.]*\)s\].*/\1/p' | awk '{s+=$1} END {printf "%.3f", s}'; }
+median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
+now() { date +%s.%N; }
+
+# One flash; prints "writing_sum sending_sum wall" (wall includes a final getvar).
+flash_once() {
+  local t0 t1
+  t0=$(now)
+  fb flash super "$work/super.simg" >"$work/fb.out" 2>&1 || { cat "$work/fb.out"; exit 1; }
+  fb getvar version >/dev/null 2>&1
+  t1=$(now)
+  grep -q "Sending sparse 'super' 2/" "$work/fb.out" || { echo "image was not split"; cat "$work/fb.out"; exit 1; }
+  echo "$(sum_of Writing) $(sum_of Sending) $(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.3f", b-a}')"
+}
+
+declare -A W S A
+run_mode() {  # name, daemon flags...
+  local name=$1; shift
+  start "$@"
+  local w="" s="" a=""
+  for _ in $(seq "$RUNS"); do
+    read -r ws ss wall < <(flash_once)
+    w+="$ws "; s+="$ss "; a+="$wall "
+  done
+  stop
+  W[$name]=$(echo "$w" | median); S[$name]=$(echo "$s" | median); A[$name]=$(echo "$a" | median)
+  printf "%-14s writing-sum %8.3f s  sending-sum %8.3f s  whole flash %8.3f s   (runs: writing %s)\n" \
+    "$name" "${W[$name]}" "${S[$name]}" "${A[$name]}" "$w"
+}
+
+fio_once() {
+  fio --name=w --filename="$loopdev" --rw=write --bs=1M --iodepth=4 --ioengine=io_uring --direct=1 \
+    --size="$data_bytes" --end_fsync=1 --output-format=json 2>/dev/null |
+    python3 -c "import json,sys; j=json.load(sys.stdin); print('%.3f' % (j['jobs'][0]['job_runtime']/1000.0))"
+}
+
+echo "== flashes ($RUNS runs each, medians)"
+run_mode default
+run_mode write-behind --write-behind
+run_mode send-only --discard-writes
+run_mode bounce-100 --bounce-blocks 100
+f=""
+for _ in $(seq "$RUNS"); do f+="$(fio_once) "; done
+FIO=$(echo "$f" | median)
+printf "%-14s %8.3f s for %s bytes (bs=1M iodepth=4 io_uring direct, end_fsync)  (runs: %s)\n" fio "$FIO" "$data_bytes" "$f"
+
+echo "== ratios"
+awk -v w="${W[default]}" -v f="$FIO" 'BEGIN {printf "default writing-sum / fio        = %.2fx (goal <= 1.25x)\n", w/f}'
+awk -v a="${A[write-behind]}" -v s="${A[send-only]}" 'BEGIN {printf "write-behind whole / send-only  = %.2fx (goal <= 1.2x)\n", a/s}'
+awk -v a="${A[write-behind]}" -v s="${S[write-behind]}" 'BEGIN {printf "write-behind whole / its own sending-sum = %.2fx\n", a/s}'
+awk -v b="${W[bounce-100]}" -v w="${W[default]}" 'BEGIN {printf "bounce-100 writing-sum / default = %.2fx\n", b/w}'
+echo "command: FLASHPIPE=$FLASHPIPE bench/fastboot_bench.sh $RUNS"
