@@ -2,6 +2,7 @@
 // flashpipe bench --sparse IMAGE TARGET       the bounce-buffer study
 // TARGET: a block device, a path to create (and remove), or sim:size=..,bw=..,cmd_us=..
 // The model, the safety rules and the output are described in docs/bench.md.
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 

@@ -1,5 +1,7 @@
 #include "bench/suite.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 
 #include "base/units.h"
@@ -26,32 +28,48 @@ R Median(std::vector<R> runs) {
   return runs[runs.size() / 2];
 }
 
-Result<TransferResult> MeasureOne(BenchTarget& t, io::IoQueue& q, const TransferSpec& spec, unsigned repeat) {
-  std::vector<TransferResult> runs;
-  for (unsigned i = 0; i < std::max(repeat, 1u); ++i) {
-    if (spec.direction == Direction::kRead) t.DropCache(spec.offset, spec.request * spec.count);
-    FP_ASSIGN_OR_RETURN(TransferResult r, RunTransfer(q, t.clock(), spec));
-    runs.push_back(r);
-  }
-  return Median(runs);
+TransferSpec SpecFor(const BenchTarget& t, const SuiteOptions& o, const Area& area, Direction d, Mode m,
+                     uint64_t size) {
+  return TransferSpec{d, m, ModeDepth(m, o.queue_depth), size, area.size / size, area.offset,
+                      static_cast<uint32_t>(t.geometry().mem_align), o.prep};
 }
 
-Result<std::vector<TransferResult>> RunSeries(BenchTarget& t, const SuiteOptions& o, const Area& area,
-                                              Direction d, Mode m, FILE* out) {
-  const unsigned depth = ModeDepth(m, o.queue_depth);
+// One direction. For each size the modes run back to back, `repeat` rounds of
+// that, so load that comes and goes on a shared machine hits every mode alike;
+// the medians are printed as mmc_test series once the direction is done.
+Result<std::vector<TransferResult>> RunDirection(BenchTarget& t, const SuiteOptions& o, const Area& area,
+                                                 Direction d, FILE* out) {
   const bool buffered = d == Direction::kRead && o.buffered;
-  FP_ASSIGN_OR_RETURN(auto queue, t.MakeQueue(depth, buffered));
-  std::fprintf(out, "%s\n", FormatTestHeader(d, m, depth, o.prep).c_str());
-  std::vector<TransferResult> series;
-  for (uint64_t size : o.sizes) {
-    TransferSpec spec{d, m, depth, size, area.size / size, area.offset,
-                      static_cast<uint32_t>(t.geometry().mem_align), o.prep};
-    FP_ASSIGN_OR_RETURN(TransferResult r, MeasureOne(t, *queue, spec, o.repeat));
-    std::fprintf(out, "%s\n", FormatTransferLine(r).c_str());
-    std::fflush(out);
-    series.push_back(r);
+  std::vector<std::unique_ptr<io::IoQueue>> queues;
+  for (Mode m : o.modes) {
+    FP_ASSIGN_OR_RETURN(auto q, t.MakeQueue(ModeDepth(m, o.queue_depth), buffered));
+    queues.push_back(std::move(q));
   }
-  return series;
+  const bool progress = isatty(STDERR_FILENO);
+  std::vector<std::vector<TransferResult>> by_mode(o.modes.size());
+  for (uint64_t size : o.sizes) {
+    if (progress) std::fprintf(stderr, "\r%s %s ...   ", DirectionName(d), FormatBytes(size).c_str());
+    std::vector<std::vector<TransferResult>> runs(o.modes.size());
+    for (unsigned round = 0; round < std::max(o.repeat, 1u); ++round) {
+      for (size_t i = 0; i < o.modes.size(); ++i) {
+        const TransferSpec spec = SpecFor(t, o, area, d, o.modes[i], size);
+        if (buffered) t.DropCache(spec.offset, spec.request * spec.count);
+        FP_ASSIGN_OR_RETURN(TransferResult r, RunTransfer(*queues[i], t.clock(), spec));
+        runs[i].push_back(r);
+      }
+    }
+    for (size_t i = 0; i < o.modes.size(); ++i) by_mode[i].push_back(Median(runs[i]));
+  }
+  if (progress) std::fprintf(stderr, "\r%30s\r", "");
+  std::vector<TransferResult> results;
+  for (size_t i = 0; i < o.modes.size(); ++i) {
+    const Mode m = o.modes[i];
+    std::fprintf(out, "%s\n", FormatTestHeader(d, m, ModeDepth(m, o.queue_depth), o.prep).c_str());
+    for (const TransferResult& r : by_mode[i]) std::fprintf(out, "%s\n", FormatTransferLine(r).c_str());
+    results.insert(results.end(), by_mode[i].begin(), by_mode[i].end());
+  }
+  std::fflush(out);
+  return results;
 }
 
 Status CheckSizes(const io::Geometry& g, const std::vector<uint64_t>& sizes, const Area& area) {
@@ -85,10 +103,8 @@ Result<SuiteReport> RunTransferSuite(BenchTarget& t, const SuiteOptions& o, cons
     std::fprintf(out, "buffered reads; %s\n", t.ReadAheadInfo().c_str());
   }
   for (Direction d : o.directions) {
-    for (Mode m : o.modes) {
-      FP_ASSIGN_OR_RETURN(auto series, RunSeries(t, o, area, d, m, out));
-      rep.results.insert(rep.results.end(), series.begin(), series.end());
-    }
+    FP_ASSIGN_OR_RETURN(auto results, RunDirection(t, o, area, d, out));
+    rep.results.insert(rep.results.end(), results.begin(), results.end());
   }
   rep.info = RunInfo{t.name(), t.backend_name(), PrepName(o.prep), area.offset, area.size, o.buffered};
   return rep;

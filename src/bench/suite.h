@@ -1,7 +1,9 @@
 // The two things `flashpipe bench` runs on a BenchTarget, as library code so
 // that the command only parses flags and prints:
 //   RunTransferSuite  every direction x mode x request size (mmc_test 37-40
-//                     generalised), printing mmc_test lines as it goes;
+//                     generalised); for each size the modes run back to back
+//                     (interleaved, so a shared machine's changing load hits
+//                     them alike), mmc_test lines printed per direction;
 //   RunSparseStudy    the bounce-buffer variants, then the pipelined engine.
 // With repeat > 1 each measurement is run that many times and the median kept.
 // Progress and result lines go to `out`.
