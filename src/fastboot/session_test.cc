@@ -120,7 +120,9 @@ TEST_F(SessionTest, GetvarAllListsEveryVariableAsInfo) {
   EXPECT_TRUE(has("partition-type:boot_b:raw"));
   EXPECT_TRUE(has("is-logical:misc:no"));
   EXPECT_TRUE(has("current-slot:a"));
-  EXPECT_GE(infos.size(), 13u + 4 * 4);
+  EXPECT_TRUE(has("has-slot:boot:yes"));
+  EXPECT_TRUE(has("has-slot:system:no"));
+  EXPECT_EQ(infos.size(), 13u + 3 * 4 + 3);  // globals, 3 per partition, has-slot per base name
   for (const auto& s : t.sent()) EXPECT_LE(s.size(), kMaxResponse);
 }
 

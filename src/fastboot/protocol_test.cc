@@ -1,0 +1,85 @@
+#include "fastboot/protocol.h"
+
+#include <gtest/gtest.h>
+
+#include "fastboot/storage.h"
+
+namespace flashpipe::fastboot {
+namespace {
+
+TEST(ProtocolTest, ParseCommandSplitsAtColonOrSpace) {
+  auto c = ParseCommand("flash:boot_a");
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->name, "flash");
+  EXPECT_EQ(c->arg, "boot_a");
+  c = ParseCommand("getvar:partition-size:system");
+  EXPECT_EQ(c->name, "getvar");
+  EXPECT_EQ(c->arg, "partition-size:system");
+  c = ParseCommand("oem run a:b");
+  EXPECT_EQ(c->name, "oem");
+  EXPECT_EQ(c->arg, "run a:b");
+  c = ParseCommand("flashing unlock");
+  EXPECT_EQ(c->name, "flashing");
+  EXPECT_EQ(c->arg, "unlock");
+  c = ParseCommand("reboot");
+  EXPECT_EQ(c->name, "reboot");
+  EXPECT_EQ(c->arg, "");
+}
+
+TEST(ProtocolTest, ParseCommandRejectsMalformed) {
+  EXPECT_EQ(ParseCommand("").status().message(), "empty command");
+  EXPECT_EQ(ParseCommand(std::string(65, 'a')).status().message(), "command of 65 bytes, max 64");
+  EXPECT_TRUE(ParseCommand(std::string(64, 'a')).ok());
+  EXPECT_EQ(ParseCommand(std::string("a\0b", 3)).status().message(),
+            "command byte 1 is 0x00, not printable ASCII");
+  EXPECT_FALSE(ParseCommand("getvar:\xff").ok());
+}
+
+TEST(ProtocolTest, ResponsesAreCutTo64BytesAndSanitized) {
+  EXPECT_EQ(Okay(), "OKAY");
+  EXPECT_EQ(Fail("x"), "FAILx");
+  EXPECT_EQ(Info("a\nb"), "INFOa?b");
+  EXPECT_EQ(Fail(std::string(100, 'z')).size(), kMaxResponse);
+  EXPECT_EQ(Data(0x1234), "DATA00001234");
+  EXPECT_EQ(Hex32(256u << 20), "0x10000000");
+  EXPECT_EQ(Hex64(0x200000), "0x0000000000200000");
+}
+
+TEST(ProtocolTest, DownloadSize) {
+  EXPECT_EQ(*ParseDownloadSize("0000ABcd"), 0xABCDu);
+  EXPECT_EQ(*ParseDownloadSize("ffffffff"), 0xFFFFFFFFu);
+  EXPECT_FALSE(ParseDownloadSize("00000000").ok());
+  EXPECT_FALSE(ParseDownloadSize("1000").ok());
+  EXPECT_FALSE(ParseDownloadSize("000000001").ok());
+  EXPECT_FALSE(ParseDownloadSize("0000000g").ok());
+  EXPECT_FALSE(ParseDownloadSize("-0000001").ok());
+}
+
+TEST(ProtocolTest, SplitForInfo) {
+  auto pieces = SplitForInfo(std::string(130, 'q'));
+  ASSERT_EQ(pieces.size(), 3u);
+  EXPECT_EQ(pieces[0].size(), kMaxMessage);
+  EXPECT_EQ(pieces[2].size(), 10u);
+}
+
+TEST(PartitionSpecTest, Parses) {
+  auto s = ParsePartitionSpec("boot_a=/dev/loop0:1M:64M");
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s->name, "boot_a");
+  EXPECT_EQ(s->path, "/dev/loop0");
+  EXPECT_EQ(s->offset, 1u << 20);
+  EXPECT_EQ(s->size, 64u << 20);
+  EXPECT_TRUE(s->ranged);
+  s = ParsePartitionSpec("misc=/tmp/a:b.img");
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->path, "/tmp/a:b.img");
+  EXPECT_FALSE(s->ranged);
+  EXPECT_FALSE(ParsePartitionSpec("noequals").ok());
+  EXPECT_FALSE(ParsePartitionSpec("=x").ok());
+  EXPECT_FALSE(ParsePartitionSpec("a:b=x").ok());
+  EXPECT_FALSE(ParsePartitionSpec("a=x:0:0").ok());
+  EXPECT_FALSE(ParsePartitionSpec("a=").ok());
+}
+
+}  // namespace
+}  // namespace flashpipe::fastboot
