@@ -1,8 +1,20 @@
 #include "fastboot/device.h"
 
+#include <chrono>
+#include <cstdio>
+
 #include "base/units.h"
 
 namespace flashpipe::fastboot {
+namespace {
+
+// Milliseconds since the first call, for -v timelines of downloads and writes.
+long long Millis() {
+  static const auto t0 = std::chrono::steady_clock::now();
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace
 
 FastbootDevice::FastbootDevice(DeviceConfig config, std::unique_ptr<Storage> storage, PersistentState state)
     : config_(std::move(config)), storage_(std::move(storage)), state_(std::move(state)) {
@@ -66,6 +78,7 @@ Result<std::span<uint8_t>> FastbootDevice::BeginDownload(uint32_t size) {
   download_buffer_ = busy == 0 ? 1 : 0;
   FP_ASSIGN_OR_RETURN(image_, buffers_[download_buffer_]->Get(size));
   check_.Begin(size);
+  if (config_.verbose) std::fprintf(stderr, "serve: %lld ms: download of %u bytes into buffer %d\n", Millis(), size, download_buffer_);
   return image_;
 }
 
@@ -74,6 +87,7 @@ void FastbootDevice::Arrived(uint64_t received) { check_.Arrived(image_, receive
 void FastbootDevice::EndDownload() {
   (void)check_.Finish(image_);
   image_ready_ = true;
+  if (config_.verbose) std::fprintf(stderr, "serve: %lld ms: download complete\n", Millis());
 }
 
 void FastbootDevice::AbortDownload() {
@@ -122,7 +136,9 @@ void FastbootDevice::WorkerLoop() {
     if (!job_.has_value()) return;
     Job job = *job_;
     lock.unlock();
+    if (config_.verbose) std::fprintf(stderr, "serve: %lld ms: write-behind to '%s' starts\n", Millis(), job.partition.name.c_str());
     Status st = storage_->Write(job.partition, job.image, job.sparse, nullptr);
+    if (config_.verbose) std::fprintf(stderr, "serve: %lld ms: write-behind ends: %s\n", Millis(), st.ToString().c_str());
     lock.lock();
     job_error_ = st.ok() ? st : st.WithContext("write-behind flash");
     job_.reset();

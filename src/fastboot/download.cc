@@ -15,6 +15,9 @@ Result<std::span<uint8_t>> DownloadBuffer::Get(uint64_t size) {
   if (data_ == nullptr) {
     void* p = ::mmap(nullptr, capacity_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) return ErrnoError(fmt::format("map a download buffer of {} bytes", capacity_));
+    // Huge pages where the kernel allows them: a 4 KiB page fault per page
+    // of a fresh 256 MiB buffer costs more than a second on some VMs.
+    (void)::madvise(p, capacity_, MADV_HUGEPAGE);
     data_ = static_cast<uint8_t*>(p);
   }
   return std::span<uint8_t>(data_, size);
