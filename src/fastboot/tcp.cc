@@ -16,7 +16,6 @@ namespace {
 // A frame too long to be a command but short enough to skip and go on.
 constexpr uint64_t kMaxSkippableFrame = 64 << 10;
 constexpr auto kHandshakeTimeout = std::chrono::milliseconds(2000);
-constexpr int kMaxBusyCommands = 64;
 
 }  // namespace
 
@@ -144,7 +143,9 @@ void TcpServer::Serve(UniqueFd fd, std::string peer) {
   if (!device_->TryAcquire(owner)) {
     std::string busy = fmt::format("busy: another session is active ({})", device_->owner());
     std::fprintf(stderr, "serve: %s refused: %s\n", owner.c_str(), busy.c_str());
-    for (int i = 0; i < kMaxBusyCommands; ++i) {
+    // Answer every command until the client leaves (or the idle timeout):
+    // closing under a waiting 29.0.6 client makes it spin.
+    for (;;) {
       auto cmd = transport.ReadCommand(kMaxCommand);
       if (!cmd.ok() && cmd.status().code() != Code::kInvalidArgument) return;
       if (!transport.Send(Fail(busy)).ok()) return;
