@@ -131,6 +131,12 @@ uint64_t Bmap::RangeEnd(const BmapRange& r) const {
   return std::min(image_size, (r.last + 1) * block_size);
 }
 
+std::string Bmap::RangeLabel(size_t index) const {
+  const BmapRange& r = ranges[index];
+  return fmt::format("bmap range {} (blocks {}-{}, bytes {:#x}-{:#x})", index, r.first, r.last, RangeBegin(r),
+                     RangeEnd(r));
+}
+
 Result<Bmap> ParseBmap(std::string_view text, std::string_view name) {
   pugi::xml_document doc;
   pugi::xml_parse_result pr = doc.load_buffer(text.data(), text.size());

@@ -42,6 +42,8 @@ struct Bmap {
   // Byte range [begin, end) of a range, the last block cut at image_size.
   uint64_t RangeBegin(const BmapRange& r) const { return r.first * block_size; }
   uint64_t RangeEnd(const BmapRange& r) const;
+  // "bmap range 3 (blocks 10-12, bytes 0xa000-0xd000)"
+  std::string RangeLabel(size_t index) const;
 };
 
 // `name` is used in messages ("x.bmap: range 3 (blocks 10-12): ...").

@@ -1,4 +1,5 @@
-// BmapSource: a raw image written through its bmap. Unmapped ranges are
+// BmapSource: a raw image stream written through its bmap (a seekable file
+// goes through BmapFileSource instead). Unmapped ranges are
 // skipped (passed over in the input, OnSkip to the sink); each mapped range is
 // read, hashed and delivered, and its checksum compared before the next range
 // starts, so a bad range stops the write right after itself.
@@ -36,9 +37,8 @@ class BmapSource : public ImageSource {
   }
 
  private:
-  std::string RangeName(size_t i, const BmapRange& r) const {
-    return fmt::format("{}: bmap range {} (blocks {}-{}, bytes {:#x}-{:#x})", reader_->name(), i, r.first, r.last,
-                       bmap_.RangeBegin(r), bmap_.RangeEnd(r));
+  std::string RangeName(size_t i, const BmapRange&) const {
+    return fmt::format("{}: {}", reader_->name(), bmap_.RangeLabel(i));
   }
 
   Status SkipTo(ImageSink* sink, uint64_t pos, uint64_t to) {

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
 #include <random>
 
 #include "input/sources.h"
@@ -206,6 +208,86 @@ TEST(BmapSourceTest, ShortImageIsAnError) {
   Status s = MakeBmapSource(std::make_unique<testing::ByteVectorReader>(image), *b, "")->Run(&rec);
   EXPECT_EQ(s.code(), Code::kCorrupt);
   EXPECT_NE(s.message().find("image ends at byte"), std::string::npos) << s.ToString();
+}
+
+}  // namespace
+}  // namespace flashpipe::input
+
+namespace flashpipe::input {
+namespace {
+
+// A seekable raw file goes zero-copy with the hash on a helper thread for
+// large ranges (here 1000 blocks) and inline for small ones.
+class BmapFileTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/fp_bmap_file.XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    image_.resize(1200 * 4096 + 10);
+    std::mt19937 rng(7);
+    for (auto& b : image_) b = static_cast<uint8_t>(rng());
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::string Save(const std::string& name, const void* p, size_t n) {
+    std::string path = dir_ + "/" + name;
+    std::ofstream(path, std::ios::binary).write(static_cast<const char*>(p), static_cast<std::streamsize>(n));
+    return path;
+  }
+  std::string BmapText() {
+    auto range = [&](uint64_t f, uint64_t l) {
+      uint64_t end = std::min<uint64_t>(image_.size(), (l + 1) * 4096);
+      return Hash("sha256", std::span<const uint8_t>(image_).subspan(f * 4096, end - f * 4096));
+    };
+    std::string x = "<bmap version=\"1.4\"><ImageSize>" + std::to_string(image_.size()) +
+                    "</ImageSize><BlockSize>4096</BlockSize><BlocksCount>1201</BlocksCount>"
+                    "<MappedBlocksCount>1002</MappedBlocksCount><ChecksumType>sha256</ChecksumType>"
+                    "<BmapFileChecksum>" + std::string(64, '0') + "</BmapFileChecksum><BlockMap>"
+                    "<Range chksum=\"" + range(5, 1004) + "\">5-1004</Range>"
+                    "<Range chksum=\"" + range(1199, 1200) + "\">1199-1200</Range></BlockMap></bmap>";
+    std::string real = Hash("sha256", {reinterpret_cast<const uint8_t*>(x.data()), x.size()});
+    x.replace(x.find(std::string(64, '0')), 64, real);
+    return x;
+  }
+  std::string dir_;
+  std::vector<uint8_t> image_;
+};
+
+TEST_F(BmapFileTest, WritesMappedRangesZeroCopy) {
+  SourceOptions o;
+  o.bmap_path = Save("i.bmap", BmapText().data(), BmapText().size());
+  auto src = OpenImage(Save("i.img", image_.data(), image_.size()), o);
+  ASSERT_TRUE(src.ok()) << src.status().ToString();
+  EXPECT_EQ((*src)->kind(), "raw+bmap");
+  testing::ImageRecorder rec(/*mark_skips=*/true);
+  ASSERT_TRUE((*src)->Run(&rec).ok());
+  EXPECT_EQ(rec.fd_raws, 2u);
+  ASSERT_EQ(rec.image.size(), image_.size());
+  for (uint64_t i = 0; i < image_.size(); i += 997) {
+    uint64_t b = i / 4096;
+    ASSERT_EQ(rec.image[i], (b >= 5 && b <= 1004) || b >= 1199 ? image_[i] : 0xDC) << i;
+  }
+}
+
+TEST_F(BmapFileTest, MismatchInTheLargeRangeStopsThere) {
+  SourceOptions o;
+  o.bmap_path = Save("i.bmap", BmapText().data(), BmapText().size());
+  image_[600 * 4096] ^= 1;
+  auto src = OpenImage(Save("i.img", image_.data(), image_.size()), o);
+  ASSERT_TRUE(src.ok());
+  testing::ImageRecorder rec;
+  Status s = (*src)->Run(&rec);
+  EXPECT_EQ(s.code(), Code::kCorrupt);
+  EXPECT_NE(s.message().find("bmap range 0 (blocks 5-1004"), std::string::npos) << s.ToString();
+  EXPECT_EQ(rec.image.size(), 1005u * 4096) << "the range after the bad one was delivered";
+}
+
+TEST_F(BmapFileTest, ShortFileIsRefusedBeforeWriting) {
+  SourceOptions o;
+  o.bmap_path = Save("i.bmap", BmapText().data(), BmapText().size());
+  auto src = OpenImage(Save("i.img", image_.data(), image_.size() - 1), o);
+  EXPECT_EQ(src.status().code(), Code::kCorrupt);
+  EXPECT_NE(src.status().message().find("fewer than bmap ImageSize"), std::string::npos) << src.status().ToString();
 }
 
 }  // namespace

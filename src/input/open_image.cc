@@ -91,12 +91,13 @@ Result<std::unique_ptr<ImageSource>> OpenPath(const std::string& path, const Sou
   ssize_t n = ::pread(fd.get(), head, sizeof head, 0);
   if (n < 0) return ErrnoError(fmt::format("cannot read image {}", path));
   ImageKind kind = DetectKind(std::span<const uint8_t>(head, static_cast<size_t>(n)));
-  if (IsCompressed(kind) || bmap != nullptr) {
-    if (bmap != nullptr && !IsCompressed(kind) && size < bmap->image_size) {
+  if (bmap != nullptr && kind == ImageKind::kRaw) {
+    if (size < bmap->image_size) {
       return Corrupt(fmt::format("image {} has {} bytes, fewer than bmap ImageSize {}", path, size, bmap->image_size));
     }
-    return OpenStream(FdReader::Own(std::move(fd), path), options, bmap);
+    return MakeBmapFileSource(std::move(fd), path, *bmap);
   }
+  if (IsCompressed(kind) || bmap != nullptr) return OpenStream(FdReader::Own(std::move(fd), path), options, bmap);
   if (kind == ImageKind::kSparse) return MakeSparseFileSource(std::move(fd), path, size, options.decoder);
   return MakeRawFileSource(std::move(fd), path, size);
 }

@@ -25,6 +25,9 @@ std::unique_ptr<ImageSource> MakeStreamSource(std::unique_ptr<PeekReader> reader
 // A raw stream (any reader) written through a bmap.
 std::unique_ptr<ImageSource> MakeBmapSource(std::unique_ptr<ByteReader> reader, Bmap bmap,
                                             std::string kind_prefix);
+// A seekable raw file written through a bmap (zero-copy, hashed alongside).
+// REQUIRES: the file holds at least bmap.image_size bytes.
+std::unique_ptr<ImageSource> MakeBmapFileSource(UniqueFd fd, std::string name, Bmap bmap);
 // Sparse parts applied in order.
 std::unique_ptr<ImageSource> MakePartsSource(std::vector<std::unique_ptr<ImageSource>> parts);
 
