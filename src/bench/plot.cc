@@ -80,7 +80,7 @@ std::vector<Series> Group(const std::vector<TransferResult>& results) {
 // Spreads labels so that neighbours are at least kLabelGap apart, keeping
 // each as close to its line's end as it can.
 void Spread(std::vector<Label>& labels) {
-  std::sort(labels.begin(), labels.end(), [](const Label& a, const Label& b) { return a.y < b.y; });
+  std::stable_sort(labels.begin(), labels.end(), [](const Label& a, const Label& b) { return a.y < b.y; });
   for (size_t i = 1; i < labels.size(); ++i) {
     labels[i].y = std::max(labels[i].y, labels[i - 1].y + kLabelGap);
   }
@@ -93,28 +93,30 @@ void Spread(std::vector<Label>& labels) {
   }
 }
 
-}  // namespace
+struct Scale {
+  double lx0 = 0, lx1 = 1, step = 1, y_max = 1;
+  double X(uint64_t size) const { return kLeft + (std::log2(double(size)) - lx0) / (lx1 - lx0) * kPlotW; }
+  double Y(double rate) const { return kTop + kPlotH - rate / y_max * kPlotH; }
+};
 
-std::string RenderPlotSvg(const std::vector<TransferResult>& results, std::string_view title) {
-  std::vector<Series> series = Group(results);
-  uint64_t min_size = UINT64_MAX, max_size = 0;
+Scale MakeScale(const std::vector<uint64_t>& sizes, const std::vector<Series>& series) {
   double max_rate = 0;
   for (const auto& s : series) {
-    for (auto [size, rate] : s.points) {
-      min_size = std::min(min_size, size);
-      max_size = std::max(max_size, size);
-      max_rate = std::max(max_rate, rate);
-    }
+    for (auto [size, rate] : s.points) max_rate = std::max(max_rate, rate);
   }
-  if (series.empty()) min_size = max_size = 4096;
-  if (max_size == min_size) max_size = min_size * 2;
   if (max_rate <= 0) max_rate = 1;
-  const double step = NiceStep(max_rate);
-  const double y_max = std::ceil(max_rate / step) * step;
-  const double lx0 = std::log2(double(min_size)), lx1 = std::log2(double(max_size));
-  auto X = [&](uint64_t size) { return kLeft + (std::log2(double(size)) - lx0) / (lx1 - lx0) * kPlotW; };
-  auto Y = [&](double rate) { return kTop + kPlotH - rate / y_max * kPlotH; };
+  Scale sc;
+  const uint64_t lo = sizes.empty() ? 4096 : sizes.front();
+  const uint64_t hi = sizes.empty() || sizes.back() == lo ? lo * 2 : sizes.back();
+  sc.lx0 = std::log2(double(lo));
+  sc.lx1 = std::log2(double(hi));
+  sc.step = NiceStep(max_rate);
+  sc.y_max = std::ceil(max_rate / sc.step) * sc.step;
+  return sc;
+}
 
+// Title, grid, tick labels, frame and axis titles.
+std::string Frame(const Scale& sc, const std::vector<uint64_t>& sizes, std::string_view title) {
   std::string svg = fmt::format(
       "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" viewBox=\"0 0 {0} {1}\" "
       "font-family=\"DejaVu Sans, Helvetica, Arial, sans-serif\" font-size=\"13\">\n"
@@ -122,52 +124,65 @@ std::string RenderPlotSvg(const std::vector<TransferResult>& results, std::strin
       "<text x=\"{2}\" y=\"24\" font-size=\"16\" font-weight=\"bold\">{3}</text>\n"
       "<text x=\"{2}\" y=\"43\" fill=\"#555\">colour = mode; solid line = write, dashed = read</text>\n",
       kWidth, kHeight, kLeft, Escape(title));
-  for (double v = 0; v <= y_max + step / 2; v += step) {
+  for (double v = 0; v <= sc.y_max + sc.step / 2; v += sc.step) {
     svg += fmt::format("<line x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"#ddd\"/>\n"
                        "<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"end\">{:g}</text>\n",
-                       kLeft, Y(v), kLeft + kPlotW, Y(v), kLeft - 8, Y(v) + 4, v);
+                       kLeft, sc.Y(v), kLeft + kPlotW, sc.Y(v), kLeft - 8, sc.Y(v) + 4, v);
   }
-  std::vector<uint64_t> sizes;
-  for (const auto& s : series) {
-    for (auto [size, rate] : s.points) sizes.push_back(size);
-  }
-  std::sort(sizes.begin(), sizes.end());
-  sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
   for (uint64_t size : sizes) {
     svg += fmt::format("<line x1=\"{0:.1f}\" y1=\"{1:.1f}\" x2=\"{0:.1f}\" y2=\"{2:.1f}\" stroke=\"#eee\"/>\n"
                        "<text x=\"{0:.1f}\" y=\"{3:.1f}\" text-anchor=\"middle\">{4}</text>\n",
-                       X(size), kTop, kTop + kPlotH, kTop + kPlotH + 18, SizeLabel(size));
+                       sc.X(size), kTop, kTop + kPlotH, kTop + kPlotH + 18, SizeLabel(size));
   }
-  svg += fmt::format(
+  return svg + fmt::format(
       "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#333\"/>\n"
       "<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\">request size (bytes, log scale)</text>\n"
       "<text transform=\"translate(22 {:.1f}) rotate(-90)\" text-anchor=\"middle\">throughput (MiB/s)</text>\n",
       kLeft, kTop, kPlotW, kPlotH, kLeft + kPlotW / 2, kHeight - 18, kTop + kPlotH / 2);
+}
 
-  std::vector<Label> labels;
-  for (const auto& s : series) {
-    const char* color = ModeColor(s.mode);
-    const char* dash = s.direction == Direction::kRead ? " stroke-dasharray=\"7 4\"" : "";
-    std::string pts;
-    for (auto [size, rate] : s.points) pts += fmt::format("{:.1f},{:.1f} ", X(size), Y(rate));
-    svg += fmt::format("<polyline points=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"2.2\"{}/>\n", pts,
-                       color, dash);
-    for (auto [size, rate] : s.points) {
-      svg += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"3\" fill=\"{}\"/>\n", X(size), Y(rate), color);
-    }
-    std::string mode = s.mode == Mode::kQueued ? fmt::format("queued ({})", s.depth) : ModeName(s.mode);
-    double y_end = Y(s.points.back().second);
-    labels.push_back({y_end, y_end, fmt::format("{} {}", DirectionName(s.direction), mode), color});
+// One polyline with markers; its end label is added to `labels`.
+std::string Line(const Series& s, const Scale& sc, std::vector<Label>& labels) {
+  const char* color = ModeColor(s.mode);
+  const char* dash = s.direction == Direction::kRead ? " stroke-dasharray=\"7 4\"" : "";
+  std::string pts, dots;
+  for (auto [size, rate] : s.points) {
+    pts += fmt::format("{:.1f},{:.1f} ", sc.X(size), sc.Y(rate));
+    dots += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"3\" fill=\"{}\"/>\n", sc.X(size), sc.Y(rate), color);
   }
+  const std::string mode = s.mode == Mode::kQueued ? fmt::format("queued ({})", s.depth) : ModeName(s.mode);
+  const double y_end = sc.Y(s.points.back().second);
+  labels.push_back({y_end, y_end, fmt::format("{} {}", DirectionName(s.direction), mode), color});
+  return fmt::format("<polyline points=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"2.2\"{}/>\n", pts,
+                     color, dash) + dots;
+}
+
+std::string EndLabels(std::vector<Label> labels) {
   Spread(labels);
   const double x_end = kLeft + kPlotW;
+  std::string svg;
   for (const auto& l : labels) {
     svg += fmt::format("<line x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"{}\"/>\n"
                        "<text x=\"{:.1f}\" y=\"{:.1f}\" fill=\"{}\">{}</text>\n",
                        x_end + 2, l.y_line, x_end + 12, l.y, l.color, x_end + 15, l.y + 4, l.color,
                        Escape(l.text));
   }
-  return svg + "</svg>\n";
+  return svg;
+}
+
+}  // namespace
+
+std::string RenderPlotSvg(const std::vector<TransferResult>& results, std::string_view title) {
+  const std::vector<Series> series = Group(results);
+  std::vector<uint64_t> sizes;
+  for (const auto& r : results) sizes.push_back(r.request);
+  std::sort(sizes.begin(), sizes.end());
+  sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
+  const Scale sc = MakeScale(sizes, series);
+  std::string svg = Frame(sc, sizes, title);
+  std::vector<Label> labels;
+  for (const auto& s : series) svg += Line(s, sc, labels);
+  return svg + EndLabels(std::move(labels)) + "</svg>\n";
 }
 
 }  // namespace flashpipe::bench
