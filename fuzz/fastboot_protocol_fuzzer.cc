@@ -41,7 +41,8 @@ std::unique_ptr<FastbootDevice> MakeDevice(testing::MemQueue* mem) {
   DeviceConfig config;
   config.max_download_size = 256 << 10;
   config.oem = {{"ok", "true"}};
-  return std::make_unique<FastbootDevice>(config, Storage::ForQueue(mem, g, parts),
+  WriteOptions write{.queue_depth = 2, .request_size = 64 << 10};
+  return std::make_unique<FastbootDevice>(config, Storage::ForQueue(mem, g, parts, write),
                                           *PersistentState::Load(""));
 }
 
@@ -55,10 +56,10 @@ void RunTcp(const uint8_t* data, size_t size) {
   auto device = MakeDevice(&mem);
   // The client side: writes the input, then reads responses until EOF.
   std::thread client([&] {
-    (void)!write(sv[1], "FB01", 4);
+    (void)!send(sv[1], "FB01", 4, MSG_NOSIGNAL);
     size_t done = 0;
     while (done < size) {
-      ssize_t n = write(sv[1], data + done, size - done);
+      ssize_t n = send(sv[1], data + done, size - done, MSG_NOSIGNAL);
       if (n <= 0) break;
       done += static_cast<size_t>(n);
     }

@@ -94,7 +94,7 @@ Status TcpTransport::Send(std::string_view message) {
   uint8_t frame[8 + kMaxResponse];
   size_t n = std::min(message.size(), kMaxResponse);
   StoreBE64(frame, n);
-  std::memcpy(frame + 8, message.data(), n);
+  if (n > 0) std::memcpy(frame + 8, message.data(), n);
   return WriteFull(fd_.get(), std::span<const uint8_t>(frame, 8 + n));
 }
 

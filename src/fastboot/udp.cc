@@ -161,7 +161,13 @@ void UdpServer::InjectPacket(uint16_t from_port, std::span<const uint8_t> packet
   // would wait for it (keeps fuzz runs close to deterministic).
   for (int i = 0; i < 20 && poll_pending_; ++i) {
     AnswerPendingPoll(false);
-    if (poll_pending_) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    std::shared_ptr<UdpChannel> ch;
+    {
+      std::lock_guard lock(mu_);
+      ch = channel_;
+    }
+    if (!poll_pending_ || (ch && ch->idle())) break;  // nothing will come
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
 }
 
@@ -247,7 +253,7 @@ void UdpServer::SendTo(const Peer& to, uint8_t id, uint16_t seq, std::string_vie
   pkt[0] = id;
   pkt[1] = 0;
   StoreBE16(&pkt[2], seq);
-  std::memcpy(pkt.data() + udp::kHeaderSize, payload.data(), payload.size());
+  if (!payload.empty()) std::memcpy(pkt.data() + udp::kHeaderSize, payload.data(), payload.size());
   SendRaw(to, pkt);
   if (save) saved_ = std::move(pkt);
 }
