@@ -154,7 +154,8 @@ int RunServe(int argc, char** argv) {
   app.add_option("--on-shutdown", o.device.on_shutdown, "shell command run after shutdown");
   app.add_flag("--exit-on-shutdown", o.device.exit_on_shutdown, "exit the daemon after shutdown");
   app.add_flag("--write-behind", o.device.write_behind,
-               "answer flash once validated and queued; write while the next part arrives (2 buffers)");
+               "answer flash once validated and queued; write while the next part arrives. Trade-off: "
+               "OKAY no longer means written (a write error is reported by the next command), 2 buffers");
   app.add_flag("--no-unlock", [&o](int64_t) { o.device.unlock_allowed = false; }, "refuse 'flashing unlock'");
   app.add_option("--backend", o.backend, "auto|io_uring|threads|sync");
   app.add_option("--queue-depth", o.write.queue_depth, "writer queue depth (default 4)");
