@@ -1,6 +1,7 @@
 // flashpipe serve: a fastboot device daemon. The standard fastboot client
 // flashes partitions of a GPT disk (--storage) or of named files/ranges
 // (--partition) over TCP and/or UDP. See src/fastboot/ for the parts.
+#include <malloc.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -91,6 +92,11 @@ void PrintPartitions(Storage& storage) {
 
 Status Serve(ServeOptions o) {
   FP_RETURN_IF_ERROR(ParseConfig(&o));
+  // Every flash builds a writer whose buffer pool (tens of MiB) is freed at
+  // the end: keep those pages in the heap instead of unmapping them, so the
+  // next flash does not fault and zero them again (costly on VMs).
+  mallopt(M_MMAP_THRESHOLD, 64 << 20);
+  mallopt(M_TRIM_THRESHOLD, 512 << 20);
   FP_ASSIGN_OR_RETURN(auto storage, OpenStorage(o));
   std::string state_path = o.state;
   if (state_path.empty()) {
