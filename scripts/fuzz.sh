@@ -15,6 +15,7 @@ fuzzers=(build-fuzz/*_fuzzer)
 if [ ${#fuzzers[@]} -eq 0 ]; then echo "no fuzzers built"; exit 1; fi
 failed=0
 for f in "${fuzzers[@]}"; do
+  [ -f "$f" ] && [ -x "$f" ] || continue  # skip corpus-* directories
   name=$(basename "$f")
   corpus=build-fuzz/corpus-$name
   mkdir -p "$corpus"
