@@ -25,7 +25,7 @@ std::string JsonString(std::string_view s) {
   return out + "\"";
 }
 
-class DumpSink : public sparse::Sink {
+class DumpSink : public sparse::NullSink {
  public:
   explicit DumpSink(bool json) : json_(json) {}
 
@@ -75,9 +75,6 @@ class DumpSink : public sparse::Sink {
                 detail.c_str());
     return Status::Ok();
   }
-  Status OnRaw(uint64_t, std::span<const uint8_t>) override { return Status::Ok(); }
-  Status OnFill(uint64_t, uint64_t, uint32_t) override { return Status::Ok(); }
-  Status OnSkip(uint64_t, uint64_t) override { return Status::Ok(); }
 
   void End(const Status& s) {
     if (!json_) return;

@@ -16,14 +16,11 @@ namespace {
 
 constexpr uint64_t kMaxRawChunk = uint64_t{64} << 20;
 
-struct HeaderSink : Sink {
+struct HeaderSink : NullSink {
   Status OnHeader(const FileHeader& h) override {
     header = h;
     return Status::Ok();
   }
-  Status OnRaw(uint64_t, std::span<const uint8_t>) override { return Status::Ok(); }
-  Status OnFill(uint64_t, uint64_t, uint32_t) override { return Status::Ok(); }
-  Status OnSkip(uint64_t, uint64_t) override { return Status::Ok(); }
   FileHeader header;
 };
 

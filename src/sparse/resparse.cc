@@ -72,15 +72,12 @@ class Planner {
 };
 
 // Collects the extents of a sparse image while it is validated.
-class ExtentSink : public Sink {
+class ExtentSink : public NullSink {
  public:
   Status OnHeader(const FileHeader& h) override {
     header = h;
     return Status::Ok();
   }
-  Status OnRaw(uint64_t, std::span<const uint8_t>) override { return Status::Ok(); }
-  Status OnFill(uint64_t, uint64_t, uint32_t) override { return Status::Ok(); }
-  Status OnSkip(uint64_t, uint64_t) override { return Status::Ok(); }
   Status OnChunk(const ChunkInfo& c) override {
     if ((c.type == kChunkRaw || c.type == kChunkFill) && c.blocks > 0) {
       extents.push_back({c.type, c.output_offset / header.blk_sz, c.blocks, c.value, c.payload_offset});

@@ -47,4 +47,13 @@ class Sink {
   virtual Status OnEnd() { return Status::Ok(); }
 };
 
+// A Sink that accepts and ignores every data event: derive from it to watch
+// only headers or chunks (validation, dump, planning).
+class NullSink : public Sink {
+ public:
+  Status OnRaw(uint64_t, std::span<const uint8_t>) override { return Status::Ok(); }
+  Status OnFill(uint64_t, uint64_t, uint32_t) override { return Status::Ok(); }
+  Status OnSkip(uint64_t, uint64_t) override { return Status::Ok(); }
+};
+
 }  // namespace flashpipe::sparse
