@@ -90,6 +90,16 @@ TEST_F(ImageSourceTest, SparseFileTruncatedInsideRawIsAnError) {
   EXPECT_NE(r.status().message().find("t.simg"), std::string::npos) << r.status().ToString();
 }
 
+TEST_F(ImageSourceTest, SparseFileTruncatedInsideRawNamesChunkAndOffset) {
+  auto bytes = Sample().Build();
+  bytes.resize(28 + 12 + 5000);
+  auto r = Expand(Write("t.simg", bytes));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), Code::kCorrupt);
+  EXPECT_EQ(r.status().message(),
+            dir_ + "/t.simg: chunk 0 at input byte 0x1c: truncated RAW payload (5000 of 12288 bytes) at input byte 0x13b0");
+}
+
 TEST_F(ImageSourceTest, SparseFileWithBadCrcIsAnErrorUnlessUnchecked) {
   SparseBuilder b(4096);
   b.RawBlocks(2, 3).CrcValue(0x12345678);

@@ -78,7 +78,9 @@ class SparseFileSource : public ImageSource {
     uint64_t chunk_end = pos;  // end of the current non-RAW chunk
     while (!dec.finished() && pos < file_size_) {
       if (dec.raw_pending() > 0) {
-        uint64_t n = dec.raw_pending();
+        // A file cut inside the payload: hand over what is there and let the
+        // decoder's Finish() name the chunk and offset, as simg2img does.
+        uint64_t n = std::min(dec.raw_pending(), file_size_ - pos);
         FP_ASSIGN_OR_RETURN(uint32_t crc, sink->RawFromFd(dec.raw_output_offset(), fd_.get(), pos, n));
         FP_RETURN_IF_ERROR(dec.AdvanceRaw(n, crc));
         pos += n;
