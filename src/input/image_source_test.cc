@@ -100,6 +100,21 @@ TEST_F(ImageSourceTest, SparseFileTruncatedInsideRawNamesChunkAndOffset) {
             dir_ + "/t.simg: chunk 0 at input byte 0x1c: truncated RAW payload (5000 of 12288 bytes) at input byte 0x13b0");
 }
 
+TEST_F(ImageSourceTest, SparseFileWithBadHeaderIsRefusedAtOpen) {
+  auto bytes = Sample().Build();
+  bytes[12] = 6;  // blk_sz 6
+  bytes[13] = 0;
+  auto bad = OpenImage(Write("h.simg", bytes), {});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().message(),
+            dir_ + "/h.simg: file header at input byte 0x0: blk_sz 6 is not a non-zero multiple of 4");
+  bytes.resize(20);
+  auto shorter = OpenImage(Write("s.simg", bytes), {});
+  ASSERT_FALSE(shorter.ok());
+  EXPECT_EQ(shorter.status().message(),
+            dir_ + "/s.simg: input byte 0x14: truncated in the file header (20 of 28 bytes)");
+}
+
 TEST_F(ImageSourceTest, SparseFileWithBadCrcIsAnErrorUnlessUnchecked) {
   SparseBuilder b(4096);
   b.RawBlocks(2, 3).CrcValue(0x12345678);

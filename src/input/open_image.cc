@@ -9,6 +9,9 @@
 #include "input/decompress_reader.h"
 #include "input/detect.h"
 #include "input/sources.h"
+#include "sparse/decoder.h"
+#include "sparse/format.h"
+#include "sparse/sink.h"
 
 namespace flashpipe::input {
 namespace {
@@ -98,7 +101,18 @@ Result<std::unique_ptr<ImageSource>> OpenPath(const std::string& path, const Sou
     return MakeBmapFileSource(std::move(fd), path, *bmap);
   }
   if (IsCompressed(kind) || bmap != nullptr) return OpenStream(FdReader::Own(std::move(fd), path), options, bmap);
-  if (kind == ImageKind::kSparse) return MakeSparseFileSource(std::move(fd), path, size, options.decoder);
+  if (kind == ImageKind::kSparse) {
+    // Check the file header before any target is opened, created or truncated.
+    uint8_t hdr[sparse::kFileHeaderSize] = {};
+    ssize_t h = ::pread(fd.get(), hdr, sizeof hdr, 0);
+    if (h < 0) return ErrnoError(fmt::format("cannot read image {}", path));
+    sparse::NullSink null;
+    sparse::Decoder dec(&null, options.decoder);
+    Status s = dec.Feed(std::span<const uint8_t>(hdr, static_cast<size_t>(h)));
+    if (s.ok() && static_cast<size_t>(h) < sizeof hdr) s = dec.Finish();
+    if (!s.ok()) return s.WithContext(path);
+    return MakeSparseFileSource(std::move(fd), path, size, options.decoder);
+  }
   return MakeRawFileSource(std::move(fd), path, size);
 }
 
