@@ -177,14 +177,15 @@ Result<size_t> ReadFull(int fd, std::span<uint8_t> buf, int64_t offset, std::str
 class Scanner {
  public:
   Scanner(int fd, std::string_view name, uint32_t blk)
-      : fd_(fd), name_(name), blk_(blk), buf_(std::max<size_t>(blk, kReadBuffer / blk * blk)) {}
+      : fd_(fd), name_(name), blk_(blk), read_size_(std::max<size_t>(blk, kReadBuffer / blk * blk)),
+        buf_(read_size_) {}
 
   // Reads [offset, offset + len) (len < 0: to EOF, sequentially) and emits
   // its blocks; the final partial block is padded with zeros.
   Status Range(int64_t offset, int64_t len, RunEmitter& em) {
     uint64_t pos = offset < 0 ? size_ : static_cast<uint64_t>(offset);
     for (;;) {
-      size_t want = buf_.size();
+      size_t want = read_size_;  // whole blocks (buf_ may be larger: rounded to its alignment)
       if (len >= 0) want = static_cast<size_t>(std::min<int64_t>(len - static_cast<int64_t>(pos - offset), want));
       if (want == 0) return Status::Ok();
       FP_ASSIGN_OR_RETURN(size_t got, ReadFull(fd_, {buf_.data(), want}, offset < 0 ? -1 : int64_t(pos), name_, pos));
@@ -226,6 +227,7 @@ class Scanner {
   int fd_;
   std::string_view name_;
   uint32_t blk_;
+  size_t read_size_;
   AlignedBuffer buf_;
   uint64_t size_ = 0;
 };

@@ -156,6 +156,19 @@ TEST(EncoderTest, RunsAcrossReadBuffersMerge) {
   EXPECT_EQ(Expand(simg), raw);
 }
 
+TEST(EncoderTest, BlockSizeNotDividingTheReadBufferKeepsBlocksAligned) {
+  // blk_sz 1000: 1 MiB reads must still end on block boundaries, or runs drift
+  // and the image claims blocks past total_blks.
+  std::vector<uint8_t> raw = SparseBuilder::RandomBytes(3000000, 9);
+  raw.resize(3012345, 0);
+  EncoderOptions o;
+  o.block_size = 1000;
+  auto simg = EncodeToMemfd(raw, o);
+  EXPECT_EQ(Chunks(simg), (std::vector<Chunk>{{kChunkRaw, 3000}, {kChunkFill, 13}}));
+  raw.resize(3013000, 0);
+  EXPECT_EQ(Expand(simg), raw);
+}
+
 TEST(EncoderTest, PipeOutputMatchesFileOutput) {
   std::mt19937 rng(9);
   std::vector<uint8_t> raw;
