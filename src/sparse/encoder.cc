@@ -278,6 +278,9 @@ Result<uint32_t> BlockCount(uint64_t size, uint32_t blk, std::string_view name) 
 Result<EncodeStats> EncodeImage(int in_fd, std::string_view in_name, Output& out, const EncoderOptions& o) {
   if (o.block_size == 0 || o.block_size % 4 != 0)
     return InvalidArgument(fmt::format("block size {} is not a non-zero multiple of 4", o.block_size));
+  if (o.block_size > UINT32_MAX - kChunkHeaderSize)  // a one-block RAW chunk's total_sz must fit 32 bits
+    return InvalidArgument(fmt::format("block size {} is too large: a RAW chunk of one block would exceed 2^32-1 bytes",
+                                       o.block_size));
   FP_ASSIGN_OR_RETURN(InputInfo info, Probe(in_fd, in_name));
   if (o.holes && !info.seekable) return InvalidArgument(fmt::format("-s needs a seekable input; {} is not", in_name));
   const bool seek_back = out.seekable();

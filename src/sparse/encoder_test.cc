@@ -237,6 +237,14 @@ TEST(EncoderTest, BadBlockSizeRefused) {
             "block size 1022 is not a non-zero multiple of 4");
 }
 
+TEST(EncoderTest, BlockSizeTooLargeForARawChunkRefused) {
+  // Used to loop forever emitting empty RAW chunks (no block fits total_sz).
+  UniqueFd in = MemFile({1, 2, 3});
+  CallbackOutput out([](std::span<const uint8_t>) { return Status::Ok(); });
+  EXPECT_EQ(EncodeImage(in.get(), "in", out, {.block_size = 0xFFFFFFFC}).status().message(),
+            "block size 4294967292 is too large: a RAW chunk of one block would exceed 2^32-1 bytes");
+}
+
 TEST(EncoderTest, HoleModeMapsHolesToDontCare) {
   char path[] = "/tmp/fp_enc_XXXXXX";
   UniqueFd fd(::mkstemp(path));
