@@ -182,7 +182,13 @@ Result<std::string> Session::DoGetvarAll() {
       for (const auto& p : device_->storage().partitions()) names.push_back(p.name);
       for (const auto& name : by_base ? bases : names) {
         auto v = (this->*var.get)(name);
-        if (v.ok() && SendInfo(fmt::format("{}:{}:{}", var.name, name, *v)).ok()) continue;
+        std::string line = v.ok() ? fmt::format("{}:{}:{}", var.name, name, *v) : std::string();
+        if (line.size() > kMaxMessage && v->starts_with("0x")) {
+          // A 36-character GPT name leaves no room for 16 hex digits: drop the leading zeros.
+          size_t nz = v->find_first_not_of('0', 2);
+          line = fmt::format("{}:{}:0x{}", var.name, name, nz == std::string::npos ? "0" : v->substr(nz));
+        }
+        if (v.ok() && SendInfo(line).ok()) continue;
         if (!transport_error_.ok()) return transport_error_;
       }
     } else if (auto v = (this->*var.get)({}); v.ok()) {

@@ -126,6 +126,21 @@ TEST_F(SessionTest, GetvarAllListsEveryVariableAsInfo) {
   for (const auto& s : t.sent()) EXPECT_LE(s.size(), kMaxResponse);
 }
 
+TEST_F(SessionTest, GetvarAllKeepsTheWholeSizeOfA36CharacterPartitionName) {
+  const std::string name = "abcdefghijklmnopqrstuvwxyz0123456789";  // longest GPT name
+  parts_ = {{name, 0, 1 * kMiB, 4 * kMiB}};
+  io::Geometry g{.size = mem_.disk().size(), .logical_block = 512, .physical_block = 4096,
+                 .mem_align = 512, .offset_align = 512, .max_request = kMiB, .direct = false};
+  device_ = std::make_unique<FastbootDevice>(DeviceConfig{}, Storage::ForQueue(&mem_, g, parts_),
+                                             *PersistentState::Load(""));
+  ScriptedTransport t;
+  t.Command("getvar:all");
+  EXPECT_EQ(Run(t), std::vector<std::string>{"OKAY"});
+  auto infos = t.Infos();
+  EXPECT_NE(std::find(infos.begin(), infos.end(), "partition-size:" + name + ":0x400000"), infos.end());
+  for (const auto& s : t.sent()) EXPECT_LE(s.size(), kMaxResponse);
+}
+
 TEST_F(SessionTest, FlashRawWritesExactlyThePartition) {
   auto image = SparseBuilder::RandomBytes(kMiB, 7);
   EXPECT_EQ(Flash("system", image), (std::vector<std::string>{"OKAY", "OKAY"}));
