@@ -195,6 +195,19 @@ TEST_F(ImageSourceTest, GzipOfSparseIsDetectedByMagicNotName) {
   EXPECT_EQ(r->image, b.expanded());
 }
 
+TEST_F(ImageSourceTest, TruncatedGzipNamesTheStreamOnce) {
+  SparseBuilder b(4096);
+  b.RawBlocks(64, 5);
+  auto gz = Gzip(b.Build());
+  gz.resize(gz.size() / 2);
+  std::string path = Write("cut.simg.gz", gz);
+  auto r = Expand(path);
+  ASSERT_FALSE(r.ok());
+  const std::string name = "gzip of " + path + ":";
+  EXPECT_TRUE(r.status().message().starts_with(name)) << r.status().ToString();
+  EXPECT_EQ(r.status().message().find(name, 1), std::string::npos) << r.status().ToString();
+}
+
 TEST_F(ImageSourceTest, GzipOfRawFindsZeroRuns) {
   std::vector<uint8_t> img = Random(3 << 20, 9);
   std::fill(img.begin() + (1 << 20), img.begin() + (2 << 20) + 123, 0);

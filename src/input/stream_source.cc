@@ -30,7 +30,9 @@ class StreamSource : public ImageSource {
 
   Status Run(ImageSink* sink) override {
     Status s = sparse_ ? RunSparse(sink) : RunRaw(sink);
-    return s.ok() ? s : s.WithContext(reader_->name());
+    // A reader's own errors (e.g. a truncated gzip) already start with its name.
+    if (s.ok() || s.message().starts_with(reader_->name() + ":")) return s;
+    return s.WithContext(reader_->name());
   }
 
  private:
