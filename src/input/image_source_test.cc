@@ -3,7 +3,6 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -12,10 +11,13 @@
 
 #include "input/sources.h"
 #include "testing/image_recorder.h"
+#include "testing/gzip.h"
 #include "testing/sparse_builder.h"
 
 namespace flashpipe::input {
 namespace {
+
+using testing::Gzip;
 
 using testing::ImageRecorder;
 using testing::SparseBuilder;
@@ -170,21 +172,6 @@ TEST_F(ImageSourceTest, RawPartIsRefused) {
   auto r = Expand(spec);
   EXPECT_EQ(r.status().code(), Code::kInvalidArgument);
   EXPECT_NE(r.status().message().find("p2.img"), std::string::npos) << r.status().ToString();
-}
-
-std::vector<uint8_t> Gzip(std::span<const uint8_t> in) {
-  uLongf n = compressBound(in.size()) + 64;
-  std::vector<uint8_t> out(n);
-  z_stream z{};
-  deflateInit2(&z, 1, Z_DEFLATED, 31, 8, Z_DEFAULT_STRATEGY);
-  z.next_in = const_cast<Bytef*>(in.data());
-  z.avail_in = static_cast<uInt>(in.size());
-  z.next_out = out.data();
-  z.avail_out = static_cast<uInt>(out.size());
-  deflate(&z, Z_FINISH);
-  out.resize(z.total_out);
-  deflateEnd(&z);
-  return out;
 }
 
 TEST_F(ImageSourceTest, GzipOfSparseIsDetectedByMagicNotName) {

@@ -4,7 +4,6 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include <filesystem>
 #include <fstream>
@@ -13,10 +12,13 @@
 #include "input/image_source.h"
 #include "input/write_job.h"
 #include "testing/fault_queue.h"
+#include "testing/gzip.h"
 #include "testing/sparse_builder.h"
 
 namespace flashpipe::input {
 namespace {
+
+using testing::Gzip;
 
 class WritePathTest : public ::testing::Test {
  protected:
@@ -104,20 +106,6 @@ TEST_F(WritePathTest, NoSpaceMidWayStopsWithTheOffset) {
   });
   ASSERT_EQ(s.code(), Code::kNoSpace) << s.ToString();
   EXPECT_NE(s.ToString().find("0x"), std::string::npos) << s.ToString();
-}
-
-std::vector<uint8_t> Gzip(std::span<const uint8_t> in) {
-  std::vector<uint8_t> out(compressBound(in.size()) + 64);
-  z_stream z{};
-  deflateInit2(&z, 1, Z_DEFLATED, 31, 8, Z_DEFAULT_STRATEGY);
-  z.next_in = const_cast<Bytef*>(in.data());
-  z.avail_in = static_cast<uInt>(in.size());
-  z.next_out = out.data();
-  z.avail_out = static_cast<uInt>(out.size());
-  deflate(&z, Z_FINISH);
-  out.resize(z.total_out);
-  deflateEnd(&z);
-  return out;
 }
 
 TEST_F(WritePathTest, TruncatedCompressedSourceWithFirstBlockLastNeverWritesBlockZero) {
