@@ -4,15 +4,19 @@
 //   MemQueue       an IoQueue over a byte vector; every op must fall inside
 //                  one of the allowed windows (the partitions), otherwise it
 //                  is recorded as a violation (or aborts, for the fuzzer).
+//                  Counts syncs and the bytes written since the last one;
+//                  Hold() makes writes block until Release() (another thread).
 //   ScriptedTransport  a Transport that replays scripted commands and data
 //                  and records every response.
 #pragma once
 
 #include <algorithm>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -33,6 +37,13 @@ class MemQueue final : public io::IoQueue {
   const std::vector<std::string>& violations() const { return violations_; }
   std::vector<uint8_t>& disk() { return disk_; }
   uint64_t bytes_written() const { return bytes_written_; }
+  int syncs() const { std::lock_guard l(mu_); return syncs_; }
+  uint64_t unsynced_bytes() const { std::lock_guard l(mu_); return unsynced_; }
+  void Hold() { std::lock_guard l(mu_); held_ = true; }
+  void Release() {
+    { std::lock_guard l(mu_); held_ = false; }
+    cv_.notify_all();
+  }
 
   std::string_view name() const override { return "mem"; }
   unsigned depth() const override { return 8; }
@@ -48,7 +59,12 @@ class MemQueue final : public io::IoQueue {
     done_.pop_front();
     return c;
   }
-  Status Sync() override { return Status::Ok(); }
+  Status Sync() override {
+    std::lock_guard l(mu_);
+    ++syncs_;
+    unsynced_ = 0;
+    return Status::Ok();
+  }
 
  private:
   Status Run(const io::IoOp& op) {
@@ -69,6 +85,11 @@ class MemQueue final : public io::IoQueue {
       return IoError("mem: op beyond the end of the disk", EIO);
     }
     uint8_t* at = disk_.data() + op.offset;
+    if (op.kind != io::OpKind::kRead) {
+      std::unique_lock l(mu_);
+      cv_.wait(l, [this] { return !held_; });
+      unsynced_ += op.length;
+    }
     switch (op.kind) {
       case io::OpKind::kWrite: std::memcpy(at, op.buf, op.length); bytes_written_ += op.length; break;
       case io::OpKind::kRead: std::memcpy(op.buf, at, op.length); break;
@@ -85,6 +106,11 @@ class MemQueue final : public io::IoQueue {
   std::vector<std::string> violations_;
   uint64_t bytes_written_ = 0;
   bool abort_ = false;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  int syncs_ = 0;
+  uint64_t unsynced_ = 0;
+  bool held_ = false;
 };
 
 class ScriptedTransport final : public fastboot::Transport {

@@ -58,6 +58,6 @@ Status BounceSink::OnFill(uint64_t offset, uint64_t length, uint32_t pattern) {
 
 Status BounceSink::OnSkip(uint64_t, uint64_t) { return Status::Ok(); }
 
-Status BounceSink::Finish() { return device_.queue->Sync(); }
+Status BounceSink::Finish(bool sync) { return sync ? device_.queue->Sync() : Status::Ok(); }
 
 }  // namespace flashpipe::fastboot

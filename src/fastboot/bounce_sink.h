@@ -22,8 +22,8 @@ class BounceSink : public sparse::Sink {
   Status OnRaw(uint64_t offset, std::span<const uint8_t> data) override;
   Status OnFill(uint64_t offset, uint64_t length, uint32_t pattern) override;
   Status OnSkip(uint64_t offset, uint64_t length) override;
-  // fdatasync.
-  Status Finish();
+  // fdatasync (unless !sync: the caller syncs later).
+  Status Finish(bool sync = true);
 
  private:
   BounceSink(const io::Device& device, uint32_t blocks);

@@ -1,5 +1,6 @@
 #include "fastboot/device.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 
@@ -106,9 +107,15 @@ Status FastbootDevice::Flash(const Partition& p, const ProgressFn& progress, boo
                                p.name, p.size));
   }
   if (!config_.write_behind) return storage_->Write(p, image_, check_.sparse(), progress);
-  FP_RETURN_IF_ERROR(WaitWrites());
   {
-    std::lock_guard lock(job_mu_);
+    std::unique_lock lock(job_mu_);
+    ++flash_waiting_;
+    job_cv_.wait(lock, [this] { return !job_.has_value(); });
+    --flash_waiting_;
+    if (Status st = std::exchange(job_error_, Status::Ok()); !st.ok()) {
+      job_cv_.notify_all();  // the worker may sync now
+      return st;
+    }
     job_ = Job{p, image_, check_.sparse()};
     job_buffer_ = download_buffer_;
   }
@@ -119,7 +126,7 @@ Status FastbootDevice::Flash(const Partition& p, const ProgressFn& progress, boo
 
 Status FastbootDevice::WaitWrites() {
   std::unique_lock lock(job_mu_);
-  job_cv_.wait(lock, [this] { return !job_.has_value(); });
+  job_cv_.wait(lock, [this] { return !job_.has_value() && unsynced_.empty() && !syncing_; });
   return std::exchange(job_error_, Status::Ok());
 }
 
@@ -129,21 +136,50 @@ Status FastbootDevice::TakeWriteError() {
   return std::exchange(job_error_, Status::Ok());
 }
 
+// Runs queued flashes without syncing, and syncs what they wrote only when
+// no flash is queued or waiting: the parts of one split image are written
+// back to back and synced once, and a sync never delays the next part.
 void FastbootDevice::WorkerLoop() {
   std::unique_lock lock(job_mu_);
   for (;;) {
-    job_cv_.wait(lock, [this] { return stop_ || job_.has_value(); });
-    if (!job_.has_value()) return;
-    Job job = *job_;
-    lock.unlock();
-    if (config_.verbose) std::fprintf(stderr, "serve: %lld ms: write-behind to '%s' starts\n", Millis(), job.partition.name.c_str());
-    Status st = storage_->Write(job.partition, job.image, job.sparse, nullptr);
-    if (config_.verbose) std::fprintf(stderr, "serve: %lld ms: write-behind ends: %s\n", Millis(), st.ToString().c_str());
-    lock.lock();
-    job_error_ = st.ok() ? st : st.WithContext("write-behind flash");
-    job_.reset();
-    job_buffer_ = -1;
-    job_cv_.notify_all();
+    job_cv_.wait(lock, [this] {
+      return stop_ || job_.has_value() || (!unsynced_.empty() && flash_waiting_ == 0);
+    });
+    if (job_.has_value()) {
+      Job job = *job_;
+      lock.unlock();
+      if (config_.verbose) std::fprintf(stderr, "serve: %lld ms: write-behind to '%s' starts\n", Millis(), job.partition.name.c_str());
+      Status st = storage_->Write(job.partition, job.image, job.sparse, nullptr, /*sync=*/false);
+      if (config_.verbose) std::fprintf(stderr, "serve: %lld ms: write-behind ends: %s\n", Millis(), st.ToString().c_str());
+      lock.lock();
+      if (!st.ok() && job_error_.ok()) job_error_ = st.WithContext("write-behind flash");
+      // Synced even after a failure: what was written must not stay volatile.
+      bool known = std::any_of(unsynced_.begin(), unsynced_.end(),
+                               [&](const Partition& q) { return q.backing == job.partition.backing; });
+      if (!known) unsynced_.push_back(job.partition);
+      job_.reset();
+      job_buffer_ = -1;
+      job_cv_.notify_all();
+      continue;
+    }
+    if (!unsynced_.empty() && flash_waiting_ == 0) {
+      std::vector<Partition> parts = std::move(unsynced_);
+      unsynced_.clear();
+      syncing_ = true;
+      lock.unlock();
+      Status st;
+      for (const auto& q : parts) {
+        Status s = storage_->Sync(q);
+        if (!s.ok() && st.ok()) st = s;
+      }
+      if (config_.verbose) std::fprintf(stderr, "serve: %lld ms: write-behind synced: %s\n", Millis(), st.ToString().c_str());
+      lock.lock();
+      syncing_ = false;
+      if (!st.ok() && job_error_.ok()) job_error_ = st.WithContext("write-behind flash");
+      job_cv_.notify_all();
+      continue;
+    }
+    if (stop_) return;
   }
 }
 

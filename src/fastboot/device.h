@@ -70,7 +70,8 @@ class FastbootDevice {
   // Validates the last download for `p` and writes it (or queues it).
   // *queued tells whether the write goes on in the background.
   Status Flash(const Partition& p, const ProgressFn& progress, bool* queued);
-  // Waits for a write-behind flash; returns its error once. Thread-safe.
+  // Waits for a write-behind flash and its sync; returns its error once.
+  // Thread-safe.
   Status WaitWrites();
   // The error of a finished write-behind flash, without waiting (once).
   Status TakeWriteError();
@@ -103,6 +104,9 @@ class FastbootDevice {
   std::optional<Job> job_;      // queued or running
   int job_buffer_ = -1;         // buffer the job reads, -1 when none
   Status job_error_;
+  int flash_waiting_ = 0;               // Flash() calls waiting for the job slot
+  std::vector<Partition> unsynced_;     // written by jobs, not yet synced (one per backing)
+  bool syncing_ = false;
   bool stop_ = false;
   std::thread worker_;
 };

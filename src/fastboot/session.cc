@@ -40,7 +40,7 @@ const Session::CommandSpec Session::kCommands[] = {
     // name, handler, needs_unlocked, waits_for_writes
     {"getvar", &Session::DoGetvar, false, true},
     {"download", &Session::DoDownload, true, false},
-    {"flash", &Session::DoFlash, true, true},
+    {"flash", &Session::DoFlash, true, false},  // Flash() waits for the previous part itself
     {"erase", &Session::DoErase, true, true},
     {"set_active", &Session::DoSetActive, false, true},
     {"flashing", &Session::DoFlashing, false, true},

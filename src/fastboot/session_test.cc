@@ -4,6 +4,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
+#include <thread>
 
 #include "fastboot/protocol.h"
 #include "testing/fastboot_fakes.h"
@@ -343,6 +345,45 @@ TEST_F(SessionTest, WriteBehindQueuesAndGetvarWaits) {
   auto boot = Bytes(parts_[0]);
   EXPECT_TRUE(std::equal(a.begin(), a.end(), s.begin()));
   EXPECT_TRUE(std::equal(b.begin(), b.end(), boot.begin()));
+  ExpectGuardsIntact();
+}
+
+TEST_F(SessionTest, EveryFlashIsSyncedBeforeItsOkay) {
+  auto a = SparseBuilder::RandomBytes(kMiB, 21);
+  ScriptedTransport t;
+  t.Command("download:" + Hex8(a.size())).Data(a).Command("flash:system").Command("flash:boot_a");
+  EXPECT_EQ(Run(t), (std::vector<std::string>{"OKAY", "OKAY", "OKAY"}));
+  EXPECT_EQ(mem_.syncs(), 2);
+  EXPECT_EQ(mem_.unsynced_bytes(), 0u);
+}
+
+// The parts of a split image are written back to back and synced once: the
+// worker does not sync while the next part is waiting, and getvar waits for
+// the sync.
+TEST_F(SessionTest, WriteBehindSyncsOnceAfterBackToBackParts) {
+  Make({.write_behind = true});
+  SparseBuilder p1(4096), p2(4096);
+  p1.RawBlocks(64, 31).DontCare(448);
+  p2.DontCare(64).RawBlocks(64, 32).DontCare(384);
+  auto a = p1.Build(), b = p2.Build();
+  ScriptedTransport t;
+  t.Command("download:" + Hex8(a.size())).Data(a).Command("flash:system")
+      .Command("download:" + Hex8(b.size())).Data(b).Command("flash:system").Command("getvar:version");
+  mem_.Hold();  // the first part's writes block until the second flash waits
+  std::thread opener([this] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    mem_.Release();
+  });
+  auto r = Run(t);
+  opener.join();
+  EXPECT_EQ(r, (std::vector<std::string>{"OKAY", "OKAYqueued (write-behind)", "OKAY",
+                                          "OKAYqueued (write-behind)", "OKAY0.4"}));
+  EXPECT_EQ(mem_.syncs(), 1);
+  EXPECT_EQ(mem_.unsynced_bytes(), 0u);
+  auto s = Bytes(parts_[2]);
+  auto r1 = SparseBuilder::RandomBytes(64 * 4096, 31), r2 = SparseBuilder::RandomBytes(64 * 4096, 32);
+  EXPECT_TRUE(std::equal(r1.begin(), r1.end(), s.begin()));
+  EXPECT_TRUE(std::equal(r2.begin(), r2.end(), s.begin() + r1.size()));
   ExpectGuardsIntact();
 }
 

@@ -220,7 +220,7 @@ std::string Storage::ProbeType(const Partition& p) const {
 }
 
 Status Storage::Write(const Partition& p, std::span<const uint8_t> image, bool is_sparse,
-                      const ProgressFn& progress) {
+                      const ProgressFn& progress, bool sync) {
   if (options_.discard_writes) return Status::Ok();
   const Backing& b = *backings_[p.backing];
   io::Device dev = DeviceOf(b, p);
@@ -231,6 +231,7 @@ Status Storage::Write(const Partition& p, std::span<const uint8_t> image, bool i
   } else {
     io::WriterOptions wo{.request_size = options_.request_size, .queue_depth = options_.queue_depth};
     wo.progress = progress;
+    wo.sync = sync;
     FP_ASSIGN_OR_RETURN(auto w, io::ImageWriter::Create({dev}, wo));
     writer = w.get();
     sink = std::move(w);
@@ -244,9 +245,14 @@ Status Storage::Write(const Partition& p, std::span<const uint8_t> image, bool i
     st = sink->OnRaw(0, image);
     if (st.ok()) st = sink->OnEnd();
   }
-  Status fin = writer != nullptr ? writer->Finish() : static_cast<BounceSink*>(sink.get())->Finish();
+  Status fin = writer != nullptr ? writer->Finish() : static_cast<BounceSink*>(sink.get())->Finish(sync);
   if (!st.ok()) return st.WithContext(fmt::format("partition '{}'", p.name));
   return fin.WithContext(fmt::format("partition '{}'", p.name));
+}
+
+Status Storage::Sync(const Partition& p) {
+  if (options_.discard_writes) return Status::Ok();
+  return backings_[p.backing]->queue->Sync().WithContext(fmt::format("partition '{}'", p.name));
 }
 
 Status Storage::Erase(const Partition& p) {

@@ -78,8 +78,11 @@ class Storage {
 
   // Writes `image` (sparse when is_sparse, else raw bytes from offset 0).
   // REQUIRES: the image was validated and fits the partition.
+  // sync=false leaves the fdatasync to a later Sync() (write-behind).
   Status Write(const Partition& p, std::span<const uint8_t> image, bool is_sparse,
-               const ProgressFn& progress);
+               const ProgressFn& progress, bool sync = true);
+  // fdatasync of the device or file behind the partition.
+  Status Sync(const Partition& p);
   // Makes the partition read back as zeros: zeroout (block devices) or holes
   // (files), real zeros when neither works.
   Status Erase(const Partition& p);

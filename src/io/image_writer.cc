@@ -177,6 +177,7 @@ Status ImageWriter::Impl::Finish() {
   }
   FP_RETURN_IF_ERROR(TrimFiles());
   for (auto& d : devs) {
+    if (!options.sync && !options.verify) break;
     Status st = d.dev.queue->Sync();
     if (!st.ok() && failed.ok()) failed = st.WithContext(d.dev.name);
   }

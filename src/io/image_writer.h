@@ -62,6 +62,9 @@ struct WriterOptions {
   bool discard = false;       // DONT_CARE -> BLKDISCARD on block devices
   bool verify = false;
   bool first_block_last = false;  // hold back the first MiB until all else is done
+  // Finish() ends with one fdatasync per device. false: the caller syncs
+  // later (fastboot write-behind batches the parts of one flash).
+  bool sync = true;
   // Called now and then with bytes of image processed so far.
   std::function<void(uint64_t done, uint64_t total)> progress;
 };
@@ -93,7 +96,8 @@ class ImageWriter : public sparse::Sink {
   // the bytes (for Decoder::AdvanceRaw).
   Result<uint32_t> WriteRawFromFd(uint64_t out_offset, int fd, uint64_t in_offset, uint64_t n);
 
-  // Drain, first block last, fdatasync each device, verify. Call once.
+  // Drain, first block last, fdatasync each device (unless !sync), verify.
+  // Call once.
   Status Finish();
   const WriteStats& stats() const;
 
