@@ -34,16 +34,27 @@ FastbootDevice::~FastbootDevice() {
   }
 }
 
-bool FastbootDevice::TryAcquire(const std::string& owner) {
+bool FastbootDevice::TryAcquire(const std::string& owner, std::function<bool()> yield) {
   std::lock_guard lock(owner_mu_);
   if (!owner_.empty()) return false;
   owner_ = owner;
+  yield_ = std::move(yield);
   return true;
+}
+
+bool FastbootDevice::AskToYield() {
+  std::function<bool()> yield;
+  {
+    std::lock_guard lock(owner_mu_);
+    yield = yield_;
+  }
+  return yield && yield();  // outside the lock: the holder takes its own locks
 }
 
 void FastbootDevice::Release() {
   std::lock_guard lock(owner_mu_);
   owner_.clear();
+  yield_ = nullptr;
 }
 
 std::string FastbootDevice::owner() const {

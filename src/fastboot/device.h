@@ -13,6 +13,7 @@
 
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -51,8 +52,14 @@ class FastbootDevice {
   Storage& storage() { return *storage_; }
   PersistentState& state() { return state_; }
 
-  // One session at a time. Thread-safe.
-  bool TryAcquire(const std::string& owner);
+  // One session at a time. Thread-safe. `yield`, when given, is the holder's
+  // offer to give the device up between commands (a UDP session, which has
+  // no end-of-session signal): it returns true when it agreed, and the holder
+  // then calls Release() soon.
+  bool TryAcquire(const std::string& owner, std::function<bool()> yield = nullptr);
+  // Asks the holder to yield (see TryAcquire); false when it has no such
+  // offer or is in the middle of a command.
+  bool AskToYield();
   void Release();
   std::string owner() const;
   // Set by shutdown with exit_on_shutdown. Thread-safe.
@@ -90,6 +97,7 @@ class FastbootDevice {
 
   mutable std::mutex owner_mu_;
   std::string owner_;
+  std::function<bool()> yield_;
   bool exit_ = false;
   std::condition_variable exit_cv_;
 

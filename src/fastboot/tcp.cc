@@ -3,6 +3,7 @@
 #include <netinet/tcp.h>
 #include <sys/socket.h>
 
+#include <chrono>
 #include <cstdio>
 
 #include "base/endian.h"
@@ -140,7 +141,14 @@ void TcpServer::Serve(UniqueFd fd, std::string peer) {
     return;
   }
   std::string owner = transport.peer();
-  if (!device_->TryAcquire(owner)) {
+  bool acquired = device_->TryAcquire(owner);
+  if (!acquired && device_->AskToYield()) {
+    // A UDP client between commands gave way: its session ends in a moment.
+    for (int i = 0; i < 100 && !(acquired = device_->TryAcquire(owner)); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  }
+  if (!acquired) {
     std::string busy = fmt::format("busy: another session is active ({})", device_->owner());
     std::fprintf(stderr, "serve: %s refused: %s\n", owner.c_str(), busy.c_str());
     // Answer every command until the client leaves (or the idle timeout):

@@ -212,5 +212,25 @@ TEST_F(UdpTest, SecondClientRefusedMidCommandThenTakesOverWhenIdle) {
   EXPECT_EQ(Send(Pkt(3, 0, s2 + 1), 2000), Pkt(3, 0, s2 + 1, "OKAYflashpipe"));
 }
 
+// A TCP client asks the device to yield: a UDP session in the middle of a
+// command refuses, one between commands gives way (no 3 s wait for it to go
+// stale).
+TEST_F(UdpTest, IdleSessionYieldsToAnotherTransport) {
+  uint16_t seq = Init(1000);
+  EXPECT_EQ(Send(Pkt(3, 0, seq, "download:00000010"), 1000), Pkt(3, 0, seq));
+  EXPECT_EQ(Send(Pkt(3, 0, seq + 1), 1000), Pkt(3, 0, seq + 1, "DATA00000010"));
+  EXPECT_FALSE(device_->TryAcquire("tcp test"));
+  EXPECT_FALSE(device_->AskToYield());  // mid-download
+  EXPECT_EQ(Send(Pkt(3, 0, seq + 2, std::string(16, 'z')), 1000), Pkt(3, 0, seq + 2));
+  EXPECT_EQ(Send(Pkt(3, 0, seq + 3), 1000), Pkt(3, 0, seq + 3, "OKAY"));
+  bool acquired = false;
+  EXPECT_TRUE(device_->AskToYield());
+  for (int i = 0; i < 100 && !(acquired = device_->TryAcquire("tcp test")); ++i) {  // < stale_after
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_TRUE(acquired) << "owner: " << device_->owner();
+  if (acquired) device_->Release();
+}
+
 }  // namespace
 }  // namespace flashpipe::fastboot

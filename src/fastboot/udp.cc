@@ -199,7 +199,8 @@ void UdpServer::SessionLoop() {
       ch = std::move(next_session_);
     }
     bool acquired = false;
-    while (!ch->closed() && !(acquired = device_->TryAcquire(ch->peer()))) {
+    auto yield = [this, ch] { return YieldIfIdle(ch); };
+    while (!ch->closed() && !(acquired = device_->TryAcquire(ch->peer(), yield))) {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
     if (acquired) {
@@ -279,6 +280,14 @@ void UdpServer::HandlePacket(const Peer& from, std::span<const uint8_t> packet) 
     default:
       SendTo(from, udp::kIdError, seq, fmt::format("unknown packet id {}", id), false);
   }
+}
+
+bool UdpServer::YieldIfIdle(const std::shared_ptr<UdpChannel>& ch) {
+  std::lock_guard lock(mu_);
+  if (channel_ != ch || ch->closed()) return true;  // ending already
+  if (!ch->idle() || poll_pending_) return false;
+  ch->Close();
+  return true;
 }
 
 bool UdpServer::CanTakeOver(const Peer& from) const {

@@ -20,6 +20,7 @@
 // the middle of a command (and its client was heard within stale_after) is
 // answered with an error packet "busy: ..."; otherwise the new client takes
 // over (each fastboot invocation is a new UDP client, there is no close).
+// A TCP client takes over an idle UDP session the same way (YieldIfIdle).
 #pragma once
 
 #include <sys/socket.h>
@@ -129,6 +130,9 @@ class UdpServer {
   void SendRaw(const Peer& to, std::span<const uint8_t> packet);
   void SendTo(const Peer& to, uint8_t id, uint16_t seq, std::string_view payload, bool save);
   bool CanTakeOver(const Peer& from) const;
+  // The device's yield offer for a session (any thread): ends `ch` when its
+  // client is between commands.
+  bool YieldIfIdle(const std::shared_ptr<UdpChannel>& ch);
 
   UniqueFd fd_;
   SendFn send_hook_;
@@ -145,7 +149,7 @@ class UdpServer {
   uint16_t packet_size_ = udp::kMinPacketSize;
   std::vector<uint8_t> saved_;  // last answer to peer_, for a repeated seq
   Clock::time_point last_heard_{};
-  bool poll_pending_ = false;
+  std::atomic<bool> poll_pending_{false};  // read by YieldIfIdle too
   uint16_t poll_seq_ = 0;
   Clock::time_point poll_since_{};
 

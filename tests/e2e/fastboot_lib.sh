@@ -255,5 +255,6 @@ main() {
   blockdev --rereadpt "$loopdev" 2>/dev/null || true
   echo "== $TRANSPORT: loop device $loopdev (direct I/O)"
   run_suite "$loopdev" "$work/snap.img"
+  if declare -F transport_extra >/dev/null; then transport_extra "$work/snap.img"; fi
   echo "PASS"
 }
