@@ -162,6 +162,10 @@ int RunServe(int argc, char** argv) {
   app.add_flag("--write-behind", o.device.write_behind,
                "answer flash once validated and queued; write while the next part arrives. Trade-off: "
                "OKAY no longer means written (a write error is reported by the next command), 2 buffers");
+  o.device.prefault = true;
+  app.add_flag("--no-prefault", [&o](int64_t) { o.device.prefault = false; },
+               "touch download buffers only as data arrives (default: fault them in at start, so the daemon "
+               "holds max-download-size, x2 with --write-behind, from the start)");
   app.add_flag("--no-unlock", [&o](int64_t) { o.device.unlock_allowed = false; }, "refuse 'flashing unlock'");
   app.add_option("--backend", o.backend, "auto|io_uring|threads|sync");
   app.add_option("--queue-depth", o.write.queue_depth, "writer queue depth (default 4)");

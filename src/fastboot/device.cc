@@ -21,9 +21,16 @@ FastbootDevice::FastbootDevice(DeviceConfig config, std::unique_ptr<Storage> sto
     : config_(std::move(config)), storage_(std::move(storage)), state_(std::move(state)) {
   for (auto& b : buffers_) b = std::make_unique<DownloadBuffer>(config_.max_download_size);
   if (config_.write_behind) worker_ = std::thread([this] { WorkerLoop(); });
+  if (config_.prefault) {
+    prefault_ = std::thread([this] {
+      buffers_[0]->Prefault();
+      if (config_.write_behind) buffers_[1]->Prefault();
+    });
+  }
 }
 
 FastbootDevice::~FastbootDevice() {
+  if (prefault_.joinable()) prefault_.join();
   if (worker_.joinable()) {
     {
       std::lock_guard lock(job_mu_);

@@ -39,6 +39,10 @@ struct DeviceConfig {
   std::string on_shutdown;  // run after shutdown was answered
   bool exit_on_shutdown = false;
   bool write_behind = false;
+  // Fault the download buffer(s) in on a background thread at start: the
+  // daemon then holds max_download_size (x2 with write_behind) from the
+  // start, and no download pays page faults.
+  bool prefault = false;
   bool unlock_allowed = true;
   bool verbose = false;
 };
@@ -117,6 +121,7 @@ class FastbootDevice {
   bool syncing_ = false;
   bool stop_ = false;
   std::thread worker_;
+  std::thread prefault_;
 };
 
 }  // namespace flashpipe::fastboot

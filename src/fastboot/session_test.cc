@@ -175,6 +175,21 @@ TEST_F(SessionTest, FlashSparseDecodedWhileArrivingInSmallSlices) {
   ExpectGuardsIntact();
 }
 
+// CRC32 chunks are not computed while the bytes arrive, but an image that
+// has one is checked whole before flash writes anything.
+TEST_F(SessionTest, WrongCrc32ChunkFailsAndNothingIsWritten) {
+  SparseBuilder b(4096);
+  b.RawBlocks(3, 1).Fill(4, 0x11223344).CrcValue(0x12345678).RawBlocks(1, 2);
+  auto simg = b.Build();
+  auto r = Flash("system", simg, 777);
+  ASSERT_EQ(r.size(), 2u);
+  EXPECT_EQ(r[0], "OKAY");
+  EXPECT_TRUE(r[1].rfind("FAILinvalid sparse image: chunk 2", 0) == 0) << r[1];
+  EXPECT_NE(r[1].find("CRC32"), std::string::npos) << r[1];
+  auto got = Bytes(parts_[2]);
+  EXPECT_TRUE(std::all_of(got.begin(), got.end(), [](uint8_t x) { return x == kGuard; }));
+}
+
 TEST_F(SessionTest, FlashSplitPartsIncludingTruncatedPadding) {
   // What 29.0.6 sends for a raw image of 5 blocks + 1234 bytes with -S: every
   // part has the whole image's total_blks; parts 2.. start with DONT_CARE;

@@ -232,6 +232,7 @@ Status Storage::Write(const Partition& p, std::span<const uint8_t> image, bool i
     io::WriterOptions wo{.request_size = options_.request_size, .queue_depth = options_.queue_depth};
     wo.progress = progress;
     wo.sync = sync;
+    wo.stock = &stock_;
     FP_ASSIGN_OR_RETURN(auto w, io::ImageWriter::Create({dev}, wo));
     writer = w.get();
     sink = std::move(w);
@@ -268,6 +269,7 @@ Status Storage::Erase(const Partition& p) {
   io::Device dev = DeviceOf(b, p);
   io::WriterOptions wo{.request_size = options_.request_size, .queue_depth = options_.queue_depth,
                        .zero_mode = io::ZeroMode::kWrite};
+  wo.stock = &stock_;
   FP_ASSIGN_OR_RETURN(auto writer, io::ImageWriter::Create({dev}, wo));
   uint64_t fill = p.size / 4 * 4;
   Status st = writer->OnFill(0, fill, 0);

@@ -24,6 +24,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/buffer_stock.h"
 #include "base/status.h"
 #include "io/image_writer.h"
 #include "io/io_queue.h"
@@ -95,6 +96,7 @@ class Storage {
   std::vector<std::unique_ptr<Backing>> backings_;
   std::vector<Partition> partitions_;
   WriteOptions options_;
+  BufferStock stock_{64u << 20};  // writer buffers, kept from one flash to the next
 };
 
 }  // namespace flashpipe::fastboot

@@ -22,7 +22,10 @@ uint64_t AlignUp(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 }  // namespace
 
 ImageWriter::ImageWriter() : impl_(std::make_unique<Impl>()) {}
-ImageWriter::~ImageWriter() { impl_->DrainAll(); }
+ImageWriter::~ImageWriter() {
+  impl_->DrainAll();
+  impl_->ReturnBuffers();
+}
 
 Status ImageWriter::Impl::CheckEvent(uint64_t offset, uint64_t length) const {
   if (!failed.ok()) return failed;

@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "base/buffer_stock.h"
 #include "base/status.h"
 #include "io/io_queue.h"
 #include "io/target.h"
@@ -65,6 +66,9 @@ struct WriterOptions {
   // Finish() ends with one fdatasync per device. false: the caller syncs
   // later (fastboot write-behind batches the parts of one flash).
   bool sync = true;
+  // Where the writer's buffers come from and go back to (optional): a
+  // caller that creates a writer per image keeps them mapped in between.
+  BufferStock* stock = nullptr;
   // Called now and then with bytes of image processed so far.
   std::function<void(uint64_t done, uint64_t total)> progress;
 };

@@ -254,6 +254,39 @@ TEST(WriterPatternTest, LargeFillUsesSharedPatternRequests) {
   EXPECT_EQ(w->stats().requests, 8u);
 }
 
+// Writers made one after another from a stock reuse its buffers, and a
+// reused buffer (zeroed again) carries nothing of the last image.
+TEST(WriterStockTest, SecondWriterReusesTheFirstWritersBuffers) {
+  FileRig rig;
+  rig.Open(8 << 20, /*fresh=*/false);
+  BufferStock stock(64 << 20);
+  WriterOptions wo;
+  wo.stock = &stock;
+  std::mt19937_64 rng(5);
+  auto data = test::RandomBytes(rng, 3 << 20);
+  {
+    auto w = rig.Writer(wo);
+    ASSERT_TRUE(w->OnRaw(0, data).ok());
+    ASSERT_TRUE(w->OnFill(3 << 20, 1 << 20, 0x01020304).ok());
+    ASSERT_TRUE(w->Finish().ok());
+  }
+  size_t kept = stock.kept_bytes();
+  EXPECT_GT(kept, 4u << 20);  // pool + patterns + scratch
+  {
+    auto w = rig.Writer(wo);
+    EXPECT_EQ(stock.kept_bytes(), 0u);
+    ASSERT_TRUE(w->OnRaw((4 << 20) + 100, {data.data(), 5000}).ok());  // unaligned: read-modify-write
+    ASSERT_TRUE(w->Finish().ok());
+  }
+  EXPECT_GT(stock.reused(), 4u);
+  EXPECT_EQ(stock.kept_bytes(), kept);
+  auto got = test::ReadAll(rig.path());
+  EXPECT_TRUE(std::equal(data.begin(), data.end(), got.begin()));
+  EXPECT_TRUE(std::equal(data.begin(), data.begin() + 5000, got.begin() + (4 << 20) + 100));
+  EXPECT_EQ(got[(4 << 20) + 99], 0xA5);  // old content around the edit kept
+  EXPECT_EQ(got[(4 << 20) + 5100], 0xA5);
+}
+
 TEST(WriterProgressTest, ReportsGrowingProgressAndStats) {
   FileRig rig;
   rig.Open(64 << 20);

@@ -55,6 +55,7 @@ struct ImageWriter::Impl {
   WriterOptions options;
   uint64_t align = 4096;       // request grid (image offsets), common to all devices
   uint64_t request_size = 1 << 20;
+  uint64_t mem_align = 4096;
   uint64_t hold_len = 0;       // first_block_last: bytes held back
   std::vector<DevState> devs;
   std::vector<AlignedBuffer> pool;
@@ -102,6 +103,10 @@ struct ImageWriter::Impl {
   uint8_t* BufData(DevState& d, BufRef ref);
   int BufIndex(DevState& d, BufRef ref) const;
   void Release(BufRef ref, DevState& d);
+
+  // Buffers from options.stock when there is one.
+  AlignedBuffer NewBuffer(size_t size) const;
+  void ReturnBuffers();
 
   // --- verify (writer_verify.cc)
   Status Verify(DevState& d);

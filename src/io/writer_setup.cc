@@ -62,6 +62,21 @@ Result<ZeroMode> ParseZeroMode(std::string_view name) {
   return InvalidArgument(fmt::format("unknown zero mode '{}' (auto, write)", name));
 }
 
+AlignedBuffer ImageWriter::Impl::NewBuffer(size_t size) const {
+  return options.stock ? options.stock->Take(size, mem_align) : AlignedBuffer(size, mem_align);
+}
+
+// After the last completion: the buffers go back to the stock.
+void ImageWriter::Impl::ReturnBuffers() {
+  if (options.stock == nullptr) return;
+  for (const auto& d : devs)
+    if (!d.inflight.empty()) return;  // not after DrainAll; never stock a buffer in use
+  for (auto& b : pool) options.stock->Give(std::move(b), mem_align);
+  for (auto& p : patterns) options.stock->Give(std::move(p.mem), mem_align);
+  for (auto& d : devs)
+    for (auto& b : d.scratch) options.stock->Give(std::move(b), mem_align);
+}
+
 Result<std::unique_ptr<ImageWriter>> ImageWriter::Create(std::vector<Device> devices,
                                                          const WriterOptions& options) {
   if (devices.empty()) return InvalidArgument("no target device");
@@ -82,9 +97,10 @@ Result<std::unique_ptr<ImageWriter>> ImageWriter::Create(std::vector<Device> dev
   // Enough buffers to keep every queue full while two more are prepared.
   unsigned depth = options.queue_depth;
   for (const auto& d : devices) depth = std::max(depth, std::min(d.queue->depth(), 64u));
-  for (unsigned i = 0; i < depth + 2; ++i) m.pool.emplace_back(m.request_size, mem_align);
+  m.mem_align = mem_align;
+  for (unsigned i = 0; i < depth + 2; ++i) m.pool.push_back(m.NewBuffer(m.request_size));
   m.pool_refs.assign(m.pool.size(), 0);
-  for (auto& p : m.patterns) p.mem = AlignedBuffer(m.request_size, mem_align);
+  for (auto& p : m.patterns) p.mem = m.NewBuffer(m.request_size);
   m.pattern_base = static_cast<int>(m.pool.size());
   uint64_t min_limit = UINT64_MAX;
   for (auto& dev : devices) {
@@ -94,7 +110,7 @@ Result<std::unique_ptr<ImageWriter>> ImageWriter::Create(std::vector<Device> dev
     d.limit = d.extendable ? AlignUp(dev.window_size, align) : dev.window_size;
     min_limit = std::min(min_limit, d.limit);
     d.digests = DigestMap(align);
-    for (int i = 0; i < 2; ++i) d.scratch.emplace_back(align, mem_align);
+    for (int i = 0; i < 2; ++i) d.scratch.push_back(m.NewBuffer(align));
     d.scratch_busy.assign(2, false);
     d.scratch_base = m.pattern_base + 2;
     m.devs.push_back(std::move(d));
