@@ -233,6 +233,7 @@ Status Storage::Write(const Partition& p, std::span<const uint8_t> image, bool i
     wo.progress = progress;
     wo.sync = sync;
     wo.stock = &stock_;
+    wo.borrow_raw = true;  // the image stays in the download buffer until Finish()
     FP_ASSIGN_OR_RETURN(auto w, io::ImageWriter::Create({dev}, wo));
     writer = w.get();
     sink = std::move(w);

@@ -208,10 +208,46 @@ Status ImageWriter::OnHeader(const sparse::FileHeader& header) {
 
 Status ImageWriter::OnRaw(uint64_t offset, std::span<const uint8_t> data) {
   FP_RETURN_IF_ERROR(impl_->CheckEvent(offset, data.size()));
+  if (impl_->options.borrow_raw) return impl_->PutBorrowed(offset, data);
   return impl_->PutData(offset, data.size(), [&](uint8_t* dst, uint64_t n, uint64_t at) {
     std::memcpy(dst, data.data() + (at - offset), n);
     return Status::Ok();
   });
+}
+
+// borrow_raw: the aligned middle of `data` goes to the devices straight from
+// the caller's memory in requests of request_size; the unaligned edges (and
+// stretches too short to be worth a request of their own) are staged.
+Status ImageWriter::Impl::PutBorrowed(uint64_t offset, std::span<const uint8_t> data) {
+  auto staged = [&](uint64_t at, uint64_t n) {
+    const uint8_t* src = data.data() + (at - offset);
+    return PutData(at, n, [src, at](uint8_t* dst, uint64_t len, uint64_t pos) {
+      std::memcpy(dst, src + (pos - at), len);
+      return Status::Ok();
+    });
+  };
+  uint64_t end = offset + data.size();
+  uint64_t ib = AlignUp(offset, align), ie = AlignDown(end, align);
+  const uint8_t* mid = data.data() + (ib - offset);
+  if (ie <= ib || ie - ib < kMinDirectRange || reinterpret_cast<uintptr_t>(mid) % mem_align != 0) {
+    return staged(offset, data.size());
+  }
+  FP_RETURN_IF_ERROR(staged(offset, ib - offset));
+  FP_RETURN_IF_ERROR(FlushStaging());
+  for (uint64_t at = ib; at < ie;) {
+    uint64_t n = std::min(request_size - (at % request_size), ie - at);  // on the request grid
+    auto* p = const_cast<uint8_t*>(mid + (at - ib));  // only read by the device
+    std::vector<uint32_t> crcs;
+    if (options.verify) crcs = devs[0].digests.BlockCrcs({p, n});
+    for (auto& d : devs) {
+      if (options.verify) d.digests.PutBlocks(at, crcs);
+      FP_RETURN_IF_ERROR(Issue(d, OpKind::kWrite, at, n, p, {BufRef::kNone, -1}));
+    }
+    stats.bytes_borrowed += n;
+    at += n;
+    Progress(at);
+  }
+  return staged(ie, end - ie);
 }
 
 Status ImageWriter::OnFill(uint64_t offset, uint64_t length, uint32_t pattern) {

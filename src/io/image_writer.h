@@ -2,7 +2,8 @@
 // events into large aligned requests on one or more devices at once.
 //
 // RAW bytes are copied into a bounded pool of aligned buffers (or read there
-// straight from a seekable source with WriteRawFromFd) and coalesced into
+// straight from a seekable source with WriteRawFromFd, or, with borrow_raw,
+// written from the caller's memory where it is aligned) and coalesced into
 // requests of request_size; while up to queue_depth requests are in flight the
 // next ones are prepared. Non-zero FILL is written from one shared pattern
 // buffer; zero FILL becomes BLKZEROOUT / holes (ZeroMode); DONT_CARE is
@@ -66,6 +67,10 @@ struct WriterOptions {
   // Finish() ends with one fdatasync per device. false: the caller syncs
   // later (fastboot write-behind batches the parts of one flash).
   bool sync = true;
+  // The caller promises that the bytes OnRaw gets stay valid and unchanged
+  // until Finish() returns (an image held in memory): stretches whose memory
+  // and image offsets are aligned are written straight from them, no copy.
+  bool borrow_raw = false;
   // Where the writer's buffers come from and go back to (optional): a
   // caller that creates a writer per image keeps them mapped in between.
   BufferStock* stock = nullptr;
@@ -76,6 +81,7 @@ struct WriterOptions {
 struct WriteStats {
   uint64_t image_size = 0;
   uint64_t bytes_written = 0;    // data bytes sent to the device (per device)
+  uint64_t bytes_borrowed = 0;   // of which written from the caller's memory (borrow_raw)
   uint64_t bytes_zeroed = 0;     // by zeroout / holes
   uint64_t bytes_discarded = 0;
   uint64_t bytes_skipped = 0;    // DONT_CARE left alone

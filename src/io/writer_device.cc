@@ -92,6 +92,7 @@ Status ImageWriter::Impl::WaitDevice(DevState& d) {
   auto c = d.dev.queue->Wait();
   if (!c.ok()) {
     d.inflight.clear();  // the queue is broken: nothing more will complete
+    d.broken = true;     // ...that we know of: its buffers never go back to a stock
     if (failed.ok()) failed = c.status().WithContext(d.dev.name);
     return failed;
   }

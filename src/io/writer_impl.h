@@ -34,6 +34,7 @@ struct DevState {
   bool extended = false;
   uint64_t written_end = 0;    // high-water of written data (for reads_zero devices)
   std::vector<InflightOp> inflight;
+  bool broken = false;         // Wait() failed: ops may still be in the kernel
   DigestMap digests;
   std::vector<AlignedBuffer> scratch;  // one block each, for read-modify-write
   std::vector<bool> scratch_busy;
@@ -78,6 +79,7 @@ struct ImageWriter::Impl {
   using FillFn = std::function<Status(uint8_t* dst, uint64_t n, uint64_t image_offset)>;
   Status PutData(uint64_t offset, uint64_t length, const FillFn& fill);
   Status FlushStaging();
+  Status PutBorrowed(uint64_t offset, std::span<const uint8_t> data);
   Status Fill(uint64_t offset, uint64_t length, uint32_t pattern);
   Status Skip(uint64_t offset, uint64_t length);
   Status ZeroRange(uint64_t begin, uint64_t end);

@@ -70,7 +70,7 @@ AlignedBuffer ImageWriter::Impl::NewBuffer(size_t size) const {
 void ImageWriter::Impl::ReturnBuffers() {
   if (options.stock == nullptr) return;
   for (const auto& d : devs)
-    if (!d.inflight.empty()) return;  // not after DrainAll; never stock a buffer in use
+    if (!d.inflight.empty() || d.broken) return;  // never stock a buffer that may be in use
   for (auto& b : pool) options.stock->Give(std::move(b), mem_align);
   for (auto& p : patterns) options.stock->Give(std::move(p.mem), mem_align);
   for (auto& d : devs)
