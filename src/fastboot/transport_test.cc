@@ -111,6 +111,10 @@ class UdpTest : public ::testing::Test {
                                                *PersistentState::Load(""));
     UdpOptions o;
     o.keepalive = std::chrono::milliseconds(100000);
+    MakeServer(o);
+  }
+  void MakeServer(UdpOptions o) {
+    server_.reset();
     auto server = UdpServer::ForTest(device_.get(), o, [this](std::span<const uint8_t> p) {
       std::lock_guard lock(mu_);
       out_.emplace_back(p.begin(), p.end());
@@ -210,6 +214,27 @@ TEST_F(UdpTest, SecondClientRefusedMidCommandThenTakesOverWhenIdle) {
   uint16_t s2 = Init(2000);
   EXPECT_EQ(Send(Pkt(3, 0, s2, "getvar:product"), 2000), Pkt(3, 0, s2));
   EXPECT_EQ(Send(Pkt(3, 0, s2 + 1), 2000), Pkt(3, 0, s2 + 1, "OKAYflashpipe"));
+}
+
+// A client killed mid-download goes silent: after gone_after another UDP
+// client takes over, and the device yields to a TCP one; nothing was written.
+TEST_F(UdpTest, ClientSilentMidCommandIsGone) {
+  UdpOptions o;
+  o.keepalive = std::chrono::milliseconds(100000);
+  o.gone_after = std::chrono::milliseconds(300);
+  MakeServer(o);
+  uint16_t seq = Init(1000);
+  EXPECT_EQ(Send(Pkt(3, 0, seq, "download:00000010"), 1000), Pkt(3, 0, seq));
+  EXPECT_EQ(Send(Pkt(3, 0, seq + 1), 1000), Pkt(3, 0, seq + 1, "DATA00000010"));
+  EXPECT_EQ(Send(Pkt(3, 1, seq + 2, "abc"), 1000), Pkt(3, 0, seq + 2));  // then killed
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  EXPECT_TRUE(device_->AskToYield());
+  uint16_t s2 = Init(2000);
+  EXPECT_EQ(Send(Pkt(3, 0, s2, "getvar:product"), 2000), Pkt(3, 0, s2));
+  EXPECT_EQ(Send(Pkt(3, 0, s2 + 1), 2000), Pkt(3, 0, s2 + 1, "OKAYflashpipe"));
+  EXPECT_EQ(Send(Pkt(3, 0, s2 + 2, "flash:misc"), 2000), Pkt(3, 0, s2 + 2));
+  EXPECT_EQ(Send(Pkt(3, 0, s2 + 3), 2000), Pkt(3, 0, s2 + 3, "FAILno image downloaded"));
+  EXPECT_EQ(mem_.bytes_written(), 0u);
 }
 
 // A TCP client asks the device to yield: a UDP session in the middle of a

@@ -237,7 +237,7 @@ void UdpServer::PacketLoop() {
     std::lock_guard lock(mu_);
     if (channel_ && !channel_->closed()) {
       bool idle = channel_->idle() && !poll_pending_;
-      if ((idle && now - last_heard_ > options_.stale_after) || (!idle && now - last_heard_ > kDeadAfter)) {
+      if ((idle && now - last_heard_.load() > options_.stale_after) || (!idle && now - last_heard_.load() > kDeadAfter)) {
         channel_->Close();  // ends the session; the device is free for others
       }
     }
@@ -285,7 +285,8 @@ void UdpServer::HandlePacket(const Peer& from, std::span<const uint8_t> packet) 
 bool UdpServer::YieldIfIdle(const std::shared_ptr<UdpChannel>& ch) {
   std::lock_guard lock(mu_);
   if (channel_ != ch || ch->closed()) return true;  // ending already
-  if (!ch->idle() || poll_pending_) return false;
+  bool idle = ch->idle() && !poll_pending_;
+  if (!idle && Clock::now() - last_heard_.load() <= options_.gone_after) return false;
   ch->Close();
   return true;
 }
@@ -295,7 +296,7 @@ bool UdpServer::CanTakeOver(const Peer& from) const {
   if (!owner.empty() && owner.rfind("udp ", 0) != 0) return false;  // a TCP session
   if (!channel_ || channel_->closed() || (peer_ && from == *peer_)) return true;
   if (channel_->idle() && !poll_pending_) return true;
-  return Clock::now() - last_heard_ > options_.stale_after;
+  return Clock::now() - last_heard_.load() > options_.gone_after;
 }
 
 void UdpServer::HandleInit(const Peer& from, uint16_t seq, std::span<const uint8_t> payload) {

@@ -17,7 +17,7 @@
 // up after 60 s of silence, keeps waiting.
 //
 // One client at a time: an init from another address while the session is in
-// the middle of a command (and its client was heard within stale_after) is
+// the middle of a command (and its client was heard within gone_after) is
 // answered with an error packet "busy: ..."; otherwise the new client takes
 // over (each fastboot invocation is a new UDP client, there is no close).
 // A TCP client takes over an idle UDP session the same way (YieldIfIdle).
@@ -93,7 +93,10 @@ class UdpChannel : public Transport {
 struct UdpOptions {
   uint16_t max_packet_size = 8192;
   std::chrono::milliseconds keepalive{5000};
-  std::chrono::milliseconds stale_after{3000};
+  std::chrono::milliseconds stale_after{3000};  // an idle session is ended (its client resumes it)
+  // A client silent this long in the middle of a command is gone (29.0.6
+  // sends every 500 ms while it waits): another client may take over.
+  std::chrono::milliseconds gone_after{1200};
   size_t inbound_limit = 4 << 20;
 };
 
@@ -131,7 +134,7 @@ class UdpServer {
   void SendTo(const Peer& to, uint8_t id, uint16_t seq, std::string_view payload, bool save);
   bool CanTakeOver(const Peer& from) const;
   // The device's yield offer for a session (any thread): ends `ch` when its
-  // client is between commands.
+  // client is between commands or gone.
   bool YieldIfIdle(const std::shared_ptr<UdpChannel>& ch);
 
   UniqueFd fd_;
@@ -148,7 +151,7 @@ class UdpServer {
   std::optional<Peer> peer_;
   uint16_t packet_size_ = udp::kMinPacketSize;
   std::vector<uint8_t> saved_;  // last answer to peer_, for a repeated seq
-  Clock::time_point last_heard_{};
+  std::atomic<Clock::time_point> last_heard_{};  // read by YieldIfIdle too
   std::atomic<bool> poll_pending_{false};  // read by YieldIfIdle too
   uint16_t poll_seq_ = 0;
   Clock::time_point poll_since_{};

@@ -203,7 +203,7 @@ run_suite() {
     $WIRE tcp-malformed 127.0.0.1 "$PORT" || die "malformed frames"
   else
     $WIRE udp-partial-download 127.0.0.1 "$PORT" 1048576 300000 || die "partial download"
-    sleep 3.5  # the dead client is now stale: the next one takes over
+    sleep 1.5  # the dead client is now gone (1.2 s of silence): the next one takes over
     $WIRE udp-malformed 127.0.0.1 "$PORT" || die "malformed packets"
   fi
   cmp <(read_part "$disk" userdata) "$work/userdata.before" || die "client killed mid-download wrote something"
@@ -228,7 +228,7 @@ run_suite() {
   out=$(timeout 20 fastboot -s "$TRANSPORT:127.0.0.1:$PORT" getvar product 2>&1 || true)
   grep -q "busy: another session is active" <<<"$out" || die "second client not refused: $out"
   wait "${bg_pids[-1]}" || die "session holder failed: $(cat "$work/hold.out")"
-  [ "$TRANSPORT" = udp ] && sleep 3.5
+  [ "$TRANSPORT" = udp ] && sleep 1.5
   fb getvar product 2>&1 | grep "product: flashpipe" >/dev/null || die "daemon not serving after the second client"
   pass "second client refused while a session is active, served afterwards"
 
@@ -239,6 +239,42 @@ run_suite() {
 
   stop_daemon
   check_guards "$disk" "$snap"
+}
+
+# The real client killed (SIGKILL) while its download is on the wire: nothing
+# is written, and the next client is served (UDP: once the killed client has
+# been silent for the daemon's 1.2 s "gone" limit).
+killed_client_check() {
+  head -c 200M /dev/urandom >"$work/k.raw"
+  local tries=0 killed=""
+  while [ $tries -lt 3 ] && [ -z "$killed" ]; do
+    tries=$((tries + 1))
+    [ -n "$daemon_pid" ] && stop_daemon
+    rm -f "$work/k.img"; truncate -s 256M "$work/k.img"
+    start_daemon --partition "userdata=$work/k.img" --max-download-size 256M -v
+    local before done_before
+    before=$(grep -c "download of" "$work/daemon.log" || true)
+    done_before=$(grep -c "download complete" "$work/daemon.log" || true)
+    fastboot -s "$TRANSPORT:127.0.0.1:$PORT" flash userdata "$work/k.raw" >"$work/k.out" 2>&1 & local fpid=$!
+    for _ in $(seq 2000); do
+      [ "$(grep -c "download of" "$work/daemon.log" || true)" -gt "$before" ] && break
+      sleep 0.005
+    done
+    kill -9 "$fpid" 2>/dev/null || true; wait "$fpid" 2>/dev/null || true
+    sleep 0.2
+    # Too late (the whole image was in already)? Try again.
+    [ "$(grep -c "download complete" "$work/daemon.log" || true)" -gt "$done_before" ] || killed=yes
+  done
+  [ -n "$killed" ] || die "could not kill the client mid-download in 3 tries"
+  cmp -n $((256 << 20)) "$work/k.img" /dev/zero >/dev/null || die "a killed client's download wrote something"
+  [ "$TRANSPORT" = udp ] && sleep 1.5
+  fb getvar product 2>&1 | grep -q "product: flashpipe" || die "daemon not serving after a killed client"
+  head -c 1M "$work/k.raw" >"$work/k1.raw"
+  fb_ok flash userdata "$work/k1.raw"
+  cmp -n $((1 << 20)) "$work/k.img" "$work/k1.raw" || die "flash after a killed client"
+  pass "client killed mid-download (SIGKILL): nothing written, next client served"
+  stop_daemon
+  rm -f "$work/k.raw" "$work/k1.raw" "$work/k.img"
 }
 
 main() {
@@ -255,6 +291,7 @@ main() {
   blockdev --rereadpt "$loopdev" 2>/dev/null || true
   echo "== $TRANSPORT: loop device $loopdev (direct I/O)"
   run_suite "$loopdev" "$work/snap.img"
+  killed_client_check
   if declare -F transport_extra >/dev/null; then transport_extra "$work/snap.img"; fi
   echo "PASS"
 }
