@@ -11,6 +11,7 @@
 // by the one session thread holding the device.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -55,6 +56,10 @@ class FastbootDevice {
   const DeviceConfig& config() const { return config_; }
   Storage& storage() { return *storage_; }
   PersistentState& state() { return state_; }
+
+  // "Rebooted" into userspace fastboot (getvar is-userspace). Thread-safe.
+  bool userspace() const { return userspace_; }
+  void set_userspace(bool on) { userspace_ = on; }
 
   // One session at a time. Thread-safe. `yield`, when given, is the holder's
   // offer to give the device up between commands (a UDP session, which has
@@ -102,6 +107,7 @@ class FastbootDevice {
   mutable std::mutex owner_mu_;
   std::string owner_;
   std::function<bool()> yield_;
+  std::atomic<bool> userspace_{false};
   bool exit_ = false;
   std::condition_variable exit_cv_;
 

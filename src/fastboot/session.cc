@@ -276,6 +276,10 @@ Result<std::string> Session::DoFlashing(const std::string& arg) {
 
 Result<std::string> Session::RebootTo(std::string target) {
   after_ = After::kReboot;
+  // The daemon stays up: after reboot-fastboot it answers as fastbootd does
+  // (is-userspace: yes), which the client checks when it reconnects; any
+  // other reboot brings back the bootloader-level fastboot.
+  device_->set_userspace(target == "fastboot");
   reboot_target_ = std::move(target);
   return std::string();
 }
@@ -327,7 +331,9 @@ Result<std::string> Session::VarCurrentSlot(std::string_view) {
   return std::string(1, device_->state().slot());
 }
 Result<std::string> Session::VarSlotCount(std::string_view) { return std::string(HasSlots() ? "2" : "0"); }
-Result<std::string> Session::VarIsUserspace(std::string_view) { return std::string("no"); }
+Result<std::string> Session::VarIsUserspace(std::string_view) {
+  return std::string(device_->userspace() ? "yes" : "no");
+}
 Result<std::string> Session::VarSecure(std::string_view) {
   return std::string(device_->state().locked() ? "yes" : "no");
 }

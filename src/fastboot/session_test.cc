@@ -290,6 +290,17 @@ TEST_F(SessionTest, UnlockRefusedWhenNotAllowed) {
   EXPECT_EQ(One("getvar:unlocked"), "OKAYno");
 }
 
+// What `fastboot reboot fastboot` checks when it reconnects.
+TEST_F(SessionTest, RebootFastbootThenIsUserspaceUntilTheNextReboot) {
+  EXPECT_EQ(One("getvar:is-userspace"), "OKAYno");
+  EXPECT_EQ(One("reboot-fastboot"), "OKAY");
+  EXPECT_EQ(One("getvar:is-userspace"), "OKAYyes");
+  EXPECT_EQ(One("reboot:fastboot"), "OKAY");
+  EXPECT_EQ(One("getvar:is-userspace"), "OKAYyes");
+  EXPECT_EQ(One("reboot-bootloader"), "OKAY");
+  EXPECT_EQ(One("getvar:is-userspace"), "OKAYno");
+}
+
 TEST_F(SessionTest, RebootAnswersThenEndsTheSession) {
   for (const char* cmd : {"reboot", "reboot-bootloader", "reboot-fastboot", "reboot-recovery", "continue", "shutdown"}) {
     ScriptedTransport t;

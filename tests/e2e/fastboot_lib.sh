@@ -235,7 +235,12 @@ run_suite() {
   fb_ok reboot
   grep -q "Rebooting" "$work/fb.out" || die "reboot: $(cat "$work/fb.out")"
   fb getvar version 2>&1 | grep "version: 0.4" >/dev/null || die "daemon not serving after reboot"
-  pass "reboot answered, daemon keeps serving"
+  # The client reconnects after reboot-fastboot and wants is-userspace: yes.
+  fb_ok reboot fastboot
+  fb getvar is-userspace 2>&1 | grep -q "is-userspace: yes" || die "is-userspace after reboot fastboot"
+  fb_ok reboot bootloader
+  fb getvar is-userspace 2>&1 | grep -q "is-userspace: no" || die "is-userspace after reboot bootloader"
+  pass "reboot, reboot fastboot (client reconnects to 'userspace'), reboot bootloader answered; daemon keeps serving"
 
   stop_daemon
   check_guards "$disk" "$snap"
