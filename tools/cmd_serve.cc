@@ -168,8 +168,10 @@ int RunServe(int argc, char** argv) {
                "holds max-download-size, x2 with --write-behind, from the start)");
   app.add_flag("--no-unlock", [&o](int64_t) { o.device.unlock_allowed = false; }, "refuse 'flashing unlock'");
   app.add_option("--backend", o.backend, "auto|io_uring|threads|sync");
-  app.add_option("--queue-depth", o.write.queue_depth, "writer queue depth (default 4)");
-  app.add_option("--request-size", o.write.request_size, "writer request size in bytes (default from device)");
+  app.add_option("--queue-depth", o.write.queue_depth, "writer queue depth, 1..256 (default 4)")
+      ->check(CLI::Range(1u, 256u));
+  app.add_option("--request-size", o.write.request_size,
+                 "writer request size in bytes, a multiple of 4096 up to 64M (default from device)");
   app.add_option("--bounce-blocks", o.write.bounce_blocks,
                  "benchmark model: write through a bounce buffer of N 512-byte blocks, one request at a time");
   app.add_flag("--discard-writes", o.write.discard_writes, "benchmark model: validate images, write nothing");
@@ -180,6 +182,9 @@ int RunServe(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
+  }
+  if (o.write.request_size != 0) {
+    if (Status st = io::CheckRequestSize(o.write.request_size); !st.ok()) return ExitWith("serve", st);
   }
   return ExitWith("serve", Serve(std::move(o)));
 }

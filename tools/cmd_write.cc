@@ -29,8 +29,9 @@ void AddFlags(CLI::App& app, input::WriteRequest& r, Flags& f) {
   app.add_option("--zero-mode", f.zero_mode, "zero ranges: auto (zeroout/holes) or write (real zeros)");
   app.add_flag("--discard", r.writer.discard, "DONT_CARE ranges: BLKDISCARD on block devices");
   app.add_option("--io-backend", f.backend, "auto, io_uring, threads or sync");
-  app.add_option("--request-size", f.request_size, "bytes per device request (default: from the target)");
-  app.add_option("--queue-depth", r.writer.queue_depth, "requests in flight per target (default 4)");
+  app.add_option("--request-size", f.request_size, "bytes per device request, a multiple of 4K up to 64M (default: from the target)");
+  app.add_option("--queue-depth", r.writer.queue_depth, "requests in flight per target, 1..256 (default 4)")
+      ->check(CLI::Range(1u, 256u));
   app.add_flag("--json", f.json, "print a JSON summary on stdout");
   app.add_flag("--no-progress", f.no_progress, "no progress output");
   app.add_flag("--no-crc-check", f.no_crc_check, "do not check CRC32 chunks of sparse images");
@@ -41,6 +42,7 @@ Status ApplyFlags(const Flags& f, input::WriteRequest& r) {
   FP_ASSIGN_OR_RETURN(r.backend, io::ParseBackend(f.backend));
   if (!f.request_size.empty()) {
     FP_ASSIGN_OR_RETURN(r.writer.request_size, ParseSize(f.request_size));
+    FP_RETURN_IF_ERROR(io::CheckRequestSize(r.writer.request_size));
   }
   r.source.decoder.check_crc = !f.no_crc_check;
   if (f.verify_only && (r.writer.verify || r.writer.discard || r.writer.first_block_last)) {

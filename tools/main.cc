@@ -3,6 +3,8 @@
 // link named like an AOSP tool (img2simg, simg2img, append2simg).
 #include <cstdio>
 #include <cstring>
+#include <exception>
+#include <new>
 #include <string_view>
 
 #include "tools/commands.h"
@@ -44,7 +46,9 @@ const Command* Find(std::string_view name) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+namespace {
+
+int Dispatch(int argc, char** argv) {
   std::string_view self = argv[0];
   if (auto slash = self.rfind('/'); slash != std::string_view::npos) self.remove_prefix(slash + 1);
   if (const Command* c = Find(self); c != nullptr && self != "write") return c->run(argc, argv);
@@ -68,4 +72,20 @@ int main(int argc, char** argv) {
     return 2;
   }
   return c->run(argc - 1, argv + 1);
+}
+
+}  // namespace
+
+// Errors are Status values; an exception reaching here is a resource failure
+// (std::bad_alloc for a buffer the machine cannot give): a message and exit 1,
+// never an abort.
+int main(int argc, char** argv) {
+  try {
+    return Dispatch(argc, argv);
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "flashpipe: out of memory\n");
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "flashpipe: %s\n", e.what());
+  }
+  return 1;
 }

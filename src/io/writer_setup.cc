@@ -56,6 +56,13 @@ Device DeviceFor(const Target& target, IoQueue* queue) {
   return d;
 }
 
+Status CheckRequestSize(uint64_t bytes) {
+  if (bytes < 4096 || bytes > 64 * kMiB || bytes % 4096 != 0) {
+    return InvalidArgument(fmt::format("request size {} must be a multiple of 4096 from 4K to 64M", bytes));
+  }
+  return Status::Ok();
+}
+
 Result<ZeroMode> ParseZeroMode(std::string_view name) {
   if (name == "auto") return ZeroMode::kAuto;
   if (name == "write") return ZeroMode::kWrite;
