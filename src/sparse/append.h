@@ -3,7 +3,9 @@
 // follow the image's last block as RAW chunks (at most 64 MiB each). The
 // image is validated first, rebuilt in a temporary file beside it (its chunks
 // copied as they are, larger headers included) and renamed over it only when
-// complete.
+// complete. An existing image without the sparse magic is taken as raw and
+// becomes a sparse image of 4096-byte blocks first (its size must be a
+// multiple of 4096), as AOSP append2simg does.
 #pragma once
 
 #include <string>

@@ -192,6 +192,34 @@ TEST(AppendTest, UnalignedRawRefusedAndImageUntouched) {
   EXPECT_EQ(ReadFile(dir / "s"), img);
 }
 
+// As AOSP append2simg: a raw existing image becomes sparse (4096-byte
+// blocks) with the appended blocks after it.
+TEST(AppendTest, RawExistingImageBecomesSparse) {
+  TempDir dir;
+  auto old = SparseBuilder::RandomBytes(3 * 4096, 7), tail = SparseBuilder::RandomBytes(2 * 4096, 8);
+  WriteFile(dir / "s", old);
+  WriteFile(dir / "t", tail);
+  Status s = AppendToSparse(dir / "s", dir / "t");
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  auto img = ReadFile(dir / "s");
+  ASSERT_TRUE(HasSparseMagic(img));
+  ASSERT_TRUE(ExpandToPath(std::vector<std::string>{dir / "s"}, dir / "out", {}).ok());
+  auto want = old;
+  want.insert(want.end(), tail.begin(), tail.end());
+  EXPECT_EQ(ReadFile(dir / "out"), want);
+}
+
+TEST(AppendTest, RawExistingImageOfOddSizeRefusedAndUntouched) {
+  TempDir dir;
+  auto old = SparseBuilder::RandomBytes(5000, 7);
+  WriteFile(dir / "s", old);
+  WriteFile(dir / "t", std::vector<uint8_t>(4096));
+  EXPECT_EQ(AppendToSparse(dir / "s", dir / "t").message(),
+            (dir / "s") + " is not a sparse image, and as a raw image its size 5000 is not a multiple of the "
+                          "block size 4096");
+  EXPECT_EQ(ReadFile(dir / "s"), old);
+}
+
 TEST(DecodeFdTest, PipeAndFileGiveTheSameImage) {
   struct Collect : Sink {
     std::vector<uint8_t> img;

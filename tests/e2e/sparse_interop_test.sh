@@ -112,6 +112,13 @@ simg2img pipe_in.simg base.out
 cat base.out tail.raw > app.expect
 cmp app1.out app.expect && cmp app2.out app.expect && pass "append2simg ours -> AOSP and AOSP -> ours" || fail "append2simg"
 head -c 1000 /dev/urandom > odd.raw
+# A raw existing image is made sparse first, as AOSP does: both give the same bytes.
+head -c 40960 /dev/urandom > raw_old.img; cp raw_old.img raw_ours.img; cp raw_old.img raw_aosp.img
+$T "$FP" append2simg raw_ours.img tail.raw && $T append2simg raw_aosp.img tail.raw
+$T simg2img raw_ours.img raw1.out && $T "$FP" simg2img raw_aosp.img raw2.out
+cat raw_old.img tail.raw > raw.expect
+cmp raw1.out raw.expect && cmp raw2.out raw.expect && pass "append2simg on a raw existing image, like AOSP" \
+  || fail "append2simg on a raw existing image"
 if out=$("$FP" append2simg app_ours.simg odd.raw 2>&1); then fail "append2simg accepted an unaligned raw"; else
   [[ $out == *"size 1000 is not a multiple of the image's block size 4096"* ]] && pass "append2simg unaligned refused" || fail "append2simg message: $out"
 fi
