@@ -69,14 +69,7 @@ Status ImageWriter::Impl::FlushStaging() {
   } unref{this, buf};
   uint8_t* base = pool[buf].data() - cur_base;  // image offset -> pointer
   uint64_t fb = AlignUp(begin, align), fe = AlignDown(end, align);
-  if (fb < fe) {
-    std::vector<uint32_t> crcs;
-    if (options.verify) crcs = devs[0].digests.BlockCrcs({base + fb, fe - fb});
-    for (auto& d : devs) {
-      if (options.verify) d.digests.PutBlocks(fb, crcs);
-      FP_RETURN_IF_ERROR(Issue(d, OpKind::kWrite, fb, fe - fb, base + fb, {BufRef::kPool, buf}));
-    }
-  }
+  if (fb < fe) FP_RETURN_IF_ERROR(WriteBlocks(fb, fe, base + fb, {BufRef::kPool, buf}));
   if (begin % align != 0) {
     uint64_t block = AlignDown(begin, align);
     uint64_t hi = std::min(end, block + align);
@@ -87,6 +80,55 @@ Status ImageWriter::Impl::FlushStaging() {
     FP_RETURN_IF_ERROR(ReadModifyWrite(block, block, end, base + block));
   }
   Progress(end);
+  return Status::Ok();
+}
+
+namespace {
+
+bool IsZero(const uint8_t* p, uint64_t n) {
+  uint64_t word;
+  for (uint64_t i = 0; i + 8 <= n; i += 8) {
+    std::memcpy(&word, p + i, 8);
+    if (word != 0) return false;
+  }
+  for (uint64_t i = n / 8 * 8; i < n; ++i)
+    if (p[i] != 0) return false;
+  return true;
+}
+
+}  // namespace
+
+Status ImageWriter::Impl::WriteData(uint64_t begin, uint64_t end, uint8_t* src, BufRef ref) {
+  std::vector<uint32_t> crcs;
+  if (options.verify) crcs = devs[0].digests.BlockCrcs({src, end - begin});
+  for (auto& d : devs) {
+    if (options.verify) d.digests.PutBlocks(begin, crcs);
+    FP_RETURN_IF_ERROR(Issue(d, OpKind::kWrite, begin, end - begin, src, ref));
+  }
+  return Status::Ok();
+}
+
+// Runs of whole zero blocks (granule: 4 KiB or the device block, whichever is
+// larger) of at least kMinDirectRange are zeroed instead of written; a data
+// block usually shows a non-zero word at once, so the scan costs little.
+Status ImageWriter::Impl::WriteBlocks(uint64_t begin, uint64_t end, uint8_t* src, BufRef ref) {
+  if (options.zero_mode != ZeroMode::kAuto || end - begin < kMinDirectRange) {
+    return WriteData(begin, end, src, ref);
+  }
+  const uint64_t g = std::max<uint64_t>(align, 4096);
+  uint64_t data_from = begin;
+  uint64_t at = AlignUp(begin, g);
+  while (at < end) {
+    uint64_t run = at;
+    while (run + g <= end && IsZero(src + (run - begin), g)) run += g;
+    if (run - at >= kMinDirectRange) {
+      if (data_from < at) FP_RETURN_IF_ERROR(WriteData(data_from, at, src + (data_from - begin), ref));
+      FP_RETURN_IF_ERROR(ZeroRange(at, run));
+      data_from = run;
+    }
+    at = run + g;  // the block after a run (or a data block) starts the next
+  }
+  if (data_from < end) FP_RETURN_IF_ERROR(WriteData(data_from, end, src + (data_from - begin), ref));
   return Status::Ok();
 }
 
@@ -237,13 +279,9 @@ Status ImageWriter::Impl::PutBorrowed(uint64_t offset, std::span<const uint8_t> 
   for (uint64_t at = ib; at < ie;) {
     uint64_t n = std::min(request_size - (at % request_size), ie - at);  // on the request grid
     auto* p = const_cast<uint8_t*>(mid + (at - ib));  // only read by the device
-    std::vector<uint32_t> crcs;
-    if (options.verify) crcs = devs[0].digests.BlockCrcs({p, n});
-    for (auto& d : devs) {
-      if (options.verify) d.digests.PutBlocks(at, crcs);
-      FP_RETURN_IF_ERROR(Issue(d, OpKind::kWrite, at, n, p, {BufRef::kNone, -1}));
-    }
-    stats.bytes_borrowed += n;
+    uint64_t written = stats.bytes_written;
+    FP_RETURN_IF_ERROR(WriteBlocks(at, at + n, p, {BufRef::kNone, -1}));
+    stats.bytes_borrowed += stats.bytes_written - written;
     at += n;
     Progress(at);
   }

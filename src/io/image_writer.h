@@ -5,7 +5,8 @@
 // straight from a seekable source with WriteRawFromFd, or, with borrow_raw,
 // written from the caller's memory where it is aligned) and coalesced into
 // requests of request_size; while up to queue_depth requests are in flight the
-// next ones are prepared. Non-zero FILL is written from one shared pattern
+// next ones are prepared. Runs of zero blocks inside RAW data are zeroed,
+// not written (ZeroMode::kAuto). Non-zero FILL is written from one shared pattern
 // buffer; zero FILL becomes BLKZEROOUT / holes (ZeroMode); DONT_CARE is
 // skipped or discarded. Unaligned heads and tails are read-modify-written
 // through the same O_DIRECT queue. Every op is bounds-checked against the
@@ -60,6 +61,9 @@ struct WriterOptions {
   // Sizes the pool (queue_depth + 2 buffers); 0 = the deepest device queue.
   // Ops in flight are bounded by each queue's own depth().
   unsigned queue_depth = 0;
+  // kAuto: zero FILL goes to zeroout/holes, and so do runs of at least 64 KiB
+  // of whole zero blocks found inside RAW data (raw images carry them as
+  // data). kWrite: zeros are written as data, both ways.
   ZeroMode zero_mode = ZeroMode::kAuto;
   bool discard = false;       // DONT_CARE -> BLKDISCARD on block devices
   bool verify = false;
@@ -77,6 +81,9 @@ struct WriterOptions {
   // Called now and then with bytes of image processed so far.
   std::function<void(uint64_t done, uint64_t total)> progress;
 };
+
+// A request size a user may ask for: a multiple of 4 KiB, 4 KiB to 64 MiB.
+Status CheckRequestSize(uint64_t bytes);
 
 struct WriteStats {
   uint64_t image_size = 0;

@@ -232,6 +232,41 @@ TEST(WriterZeroTest, WriteModeWritesRealZeros) {
   EXPECT_EQ(w->stats().bytes_zeroed, 0u);
 }
 
+// Raw data carrying runs of zero blocks: runs of >= 64 KiB are zeroed
+// (holes in a file), shorter ones and partial blocks are written; old content
+// under a zeroed run reads back as zeros; --zero-mode write writes them all.
+TEST(WriterZeroTest, ZeroRunsInsideRawDataAreZeroedNotWritten) {
+  std::mt19937_64 rng(3);
+  std::vector<uint8_t> data = test::RandomBytes(rng, 4 << 20);
+  std::fill(data.begin() + (1 << 20), data.begin() + (3 << 20), 0);        // 2 MiB run
+  std::fill(data.begin() + 8192, data.begin() + 8192 + 32768, 0);          // 32 KiB: too short
+  std::fill(data.begin() + (3 << 20) + 100, data.begin() + (3 << 20) + 200000, 0);  // unaligned edges
+  for (ZeroMode mode : {ZeroMode::kAuto, ZeroMode::kWrite}) {
+    FileRig rig;
+    rig.Open(4 << 20, /*fresh=*/false);  // 0xA5 everywhere before
+    WriterOptions wo;
+    wo.zero_mode = mode;
+    wo.verify = true;
+    auto w = rig.Writer(wo);
+    for (uint64_t at = 0; at < data.size(); at += 300000) {  // slices across the runs
+      uint64_t n = std::min<uint64_t>(300000, data.size() - at);
+      ASSERT_TRUE(w->OnRaw(at, {data.data() + at, n}).ok());
+    }
+    Status st = w->Finish();
+    ASSERT_TRUE(st.ok()) << st.ToString();
+    EXPECT_TRUE(w->stats().verified);
+    ExpectSame(test::ReadAll(rig.path()), data, mode == ZeroMode::kAuto ? "auto" : "write");
+    if (mode == ZeroMode::kAuto) {
+      EXPECT_GE(w->stats().bytes_zeroed, (2u << 20) + 180000);
+      EXPECT_LE(w->stats().bytes_written, (2u << 20) - 150000);
+      EXPECT_LE(AllocatedBytes(rig.path()), (2u << 20) + 200000);
+    } else {
+      EXPECT_EQ(w->stats().bytes_zeroed, 0u);
+      EXPECT_EQ(w->stats().bytes_written, 4u << 20);
+    }
+  }
+}
+
 TEST(WriterZeroTest, ParseZeroMode) {
   EXPECT_EQ(*ParseZeroMode("write"), ZeroMode::kWrite);
   EXPECT_EQ(*ParseZeroMode("auto"), ZeroMode::kAuto);

@@ -80,6 +80,10 @@ struct ImageWriter::Impl {
   Status PutData(uint64_t offset, uint64_t length, const FillFn& fill);
   Status FlushStaging();
   Status PutBorrowed(uint64_t offset, std::span<const uint8_t> data);
+  // Writes whole blocks [begin, end) of image data at `src` (src[0] is image
+  // byte `begin`) on every device; zero runs become ZeroRange (kAuto).
+  Status WriteBlocks(uint64_t begin, uint64_t end, uint8_t* src, BufRef ref);
+  Status WriteData(uint64_t begin, uint64_t end, uint8_t* src, BufRef ref);
   Status Fill(uint64_t offset, uint64_t length, uint32_t pattern);
   Status Skip(uint64_t offset, uint64_t length);
   Status ZeroRange(uint64_t begin, uint64_t end);
