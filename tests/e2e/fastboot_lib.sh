@@ -26,8 +26,9 @@ trap cleanup EXIT
 die() { echo "FAIL: $*"; [ -f "$work/daemon.log" ] && tail -20 "$work/daemon.log"; exit 1; }
 pass() { echo "ok: $*"; }
 
-# name first_sector sectors  (512-byte sectors; 1 MiB gaps hold guard bytes)
-LAYOUT=$'boot_a 2048 8192\nboot_b 12288 8192\nsystem 22528 98304\nmisc 122880 2048\nuserdata 126976 32768'
+# name first_sector sectors  (512-byte sectors; 1 MiB gaps hold guard bytes;
+# misc starts and ends off any 4 KiB boundary)
+LAYOUT=$'boot_a 2048 8192\nboot_b 12288 8192\nsystem 22528 98304\nmisc 122887 2039\nuserdata 126976 32768'
 part_off() { awk -v n="$1" '$1==n {print $2*512}' <<<"$LAYOUT"; }
 part_size() { awk -v n="$1" '$1==n {print $3*512}' <<<"$LAYOUT"; }
 
@@ -49,7 +50,7 @@ PY
     args+=(-n "$i:$first:$((first + n - 1))" -c "$i:$name")
     i=$((i + 1))
   done <<<"$LAYOUT"
-  sgdisk "${args[@]}" "$1" >/dev/null
+  sgdisk -a 1 "${args[@]}" "$1" >/dev/null
 }
 
 # read_part DISK NAME [OFFSET LENGTH] > bytes
@@ -193,7 +194,11 @@ run_suite() {
   cmp <(read_part "$disk" misc) "$work/misc.before" || die "locked flash wrote"
   fb_ok flashing unlock
   fb_ok flash misc "$work/misc.raw"
-  pass "lock refuses flash, unlock allows it"
+  cmp <(read_part "$disk" misc 0 65536) "$work/misc.raw" || die "flash misc (partition at an odd sector)"
+  img2simg "$work/misc.raw" "$work/misc.simg" 1024
+  fb_ok flash misc "$work/misc.simg"
+  cmp <(read_part "$disk" misc 0 65536) "$work/misc.raw" || die "sparse flash of misc (odd sector)"
+  pass "lock refuses flash, unlock allows it; raw and sparse flash of a partition at an odd sector"
 
   # Faults.
   read_part "$disk" userdata >"$work/userdata.before"
