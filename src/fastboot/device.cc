@@ -19,7 +19,7 @@ long long Millis() {
 
 FastbootDevice::FastbootDevice(DeviceConfig config, std::unique_ptr<Storage> storage, PersistentState state)
     : config_(std::move(config)), storage_(std::move(storage)), state_(std::move(state)) {
-  for (auto& b : buffers_) b = std::make_unique<DownloadBuffer>(config_.max_download_size);
+  for (auto& b : buffers_) b = std::make_unique<DownloadBuffer>(Landing::CapacityFor(config_.max_download_size));
   if (config_.write_behind) worker_ = std::thread([this] { WorkerLoop(); });
   if (config_.prefault) {
     prefault_ = std::thread([this] {
@@ -87,7 +87,7 @@ void FastbootDevice::WaitForExit() {
   exit_cv_.wait(lock, [this] { return exit_; });
 }
 
-Result<std::span<uint8_t>> FastbootDevice::BeginDownload(uint32_t size) {
+Status FastbootDevice::BeginDownload(uint32_t size) {
   image_ready_ = false;
   int busy;
   {
@@ -95,36 +95,42 @@ Result<std::span<uint8_t>> FastbootDevice::BeginDownload(uint32_t size) {
     busy = job_buffer_;
   }
   download_buffer_ = busy == 0 ? 1 : 0;
-  FP_ASSIGN_OR_RETURN(image_, buffers_[download_buffer_]->Get(size));
-  check_.Begin(size);
+  DownloadBuffer& b = *buffers_[download_buffer_];
+  if (size > config_.max_download_size) {
+    return InvalidArgument(fmt::format("download of {} bytes above the buffer for {}", size, config_.max_download_size));
+  }
+  FP_ASSIGN_OR_RETURN(std::span<uint8_t> all, b.Get(b.capacity()));
+  landing_.Begin(all, size);
   if (config_.verbose) std::fprintf(stderr, "serve: %lld ms: download of %u bytes into buffer %d\n", Millis(), size, download_buffer_);
-  return image_;
+  return Status::Ok();
 }
 
-void FastbootDevice::Arrived(uint64_t received) { check_.Arrived(image_, received); }
+std::span<uint8_t> FastbootDevice::DownloadWindow() { return landing_.Window(); }
+
+void FastbootDevice::Arrived(size_t n) { landing_.Arrived(n); }
 
 void FastbootDevice::EndDownload() {
-  (void)check_.Finish(image_);
+  (void)landing_.Finish();
   image_ready_ = true;
-  if (config_.verbose) std::fprintf(stderr, "serve: %lld ms: download complete\n", Millis());
+  if (config_.verbose) {
+    std::fprintf(stderr, "serve: %lld ms: download complete (%zu pieces)\n", Millis(), landing_.pieces().size());
+  }
 }
 
-void FastbootDevice::AbortDownload() {
-  image_ready_ = false;
-  image_ = {};
-}
+void FastbootDevice::AbortDownload() { image_ready_ = false; }
 
 Status FastbootDevice::Flash(const Partition& p, const ProgressFn& progress, bool* queued) {
   *queued = false;
   if (!image_ready_) return InvalidArgument("no image downloaded");
-  if (!check_.status().ok()) {
-    return check_.status().WithContext(check_.sparse() ? "invalid sparse image" : "invalid image");
+  const ImageCheck& check = landing_.check();
+  if (!check.status().ok()) {
+    return check.status().WithContext(check.sparse() ? "invalid sparse image" : "invalid image");
   }
-  if (check_.image_size() > p.size) {
-    return NoSpace(fmt::format("image of {} bytes > partition '{}' of {} bytes", check_.image_size(),
+  if (check.image_size() > p.size) {
+    return NoSpace(fmt::format("image of {} bytes > partition '{}' of {} bytes", check.image_size(),
                                p.name, p.size));
   }
-  if (!config_.write_behind) return storage_->Write(p, image_, check_.sparse(), progress);
+  if (!config_.write_behind) return storage_->Write(p, landing_.pieces(), check.sparse(), progress);
   {
     std::unique_lock lock(job_mu_);
     ++flash_waiting_;
@@ -134,7 +140,7 @@ Status FastbootDevice::Flash(const Partition& p, const ProgressFn& progress, boo
       job_cv_.notify_all();  // the worker may sync now
       return st;
     }
-    job_ = Job{p, image_, check_.sparse()};
+    job_ = Job{p, landing_.pieces(), check.sparse()};
     job_buffer_ = download_buffer_;
   }
   job_cv_.notify_all();
@@ -167,7 +173,7 @@ void FastbootDevice::WorkerLoop() {
       Job job = *job_;
       lock.unlock();
       if (config_.verbose) std::fprintf(stderr, "serve: %lld ms: write-behind to '%s' starts\n", Millis(), job.partition.name.c_str());
-      Status st = storage_->Write(job.partition, job.image, job.sparse, nullptr, /*sync=*/false);
+      Status st = storage_->Write(job.partition, job.pieces, job.sparse, nullptr, /*sync=*/false);
       if (config_.verbose) std::fprintf(stderr, "serve: %lld ms: write-behind ends: %s\n", Millis(), st.ToString().c_str());
       lock.lock();
       if (!st.ok() && job_error_.ok()) job_error_ = st.WithContext("write-behind flash");

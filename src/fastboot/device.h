@@ -76,10 +76,13 @@ class FastbootDevice {
   bool exit_requested() const;
   void WaitForExit();
 
-  // Download: Begin gives the buffer to fill; Arrived after each slice;
-  // End when all bytes are in (or Abort when the client went away).
-  Result<std::span<uint8_t>> BeginDownload(uint32_t size);
-  void Arrived(uint64_t received);
+  // Download: Begin, then, until download_received() == size, receive into
+  // DownloadWindow() and report with Arrived(n); End when all bytes are in
+  // (or Abort when the client went away). See Landing (download.h).
+  Status BeginDownload(uint32_t size);
+  std::span<uint8_t> DownloadWindow();
+  void Arrived(size_t n);
+  uint64_t download_received() const { return landing_.received(); }
   void EndDownload();
   void AbortDownload();
 
@@ -95,7 +98,7 @@ class FastbootDevice {
  private:
   struct Job {
     Partition partition;
-    std::span<const uint8_t> image;
+    std::vector<std::span<const uint8_t>> pieces;
     bool sparse = false;
   };
   void WorkerLoop();
@@ -114,8 +117,7 @@ class FastbootDevice {
   std::unique_ptr<DownloadBuffer> buffers_[2];
   int download_buffer_ = -1;  // holds the last (or current) download
   bool image_ready_ = false;
-  std::span<uint8_t> image_;
-  ImageCheck check_;
+  Landing landing_;  // the last (or current) download
 
   std::mutex job_mu_;
   std::condition_variable job_cv_;

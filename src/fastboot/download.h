@@ -9,18 +9,21 @@
 // ImageCheck decodes a download while it arrives: each slice the transport
 // delivers is fed into a sparse::Decoder (tolerate_missing_tail, for the
 // 29.0.6 client's split parts of odd-sized raw images) whose sink records only
-// the extent the image touches. When the last byte is in, Finish() says
-// whether the image is valid and how large it expands (CRC32 chunks are
-// checked then, by a second pass, only for images that have them), so `flash` can FAIL
-// with the decoder's reason, or because the image is bigger than the
-// partition, before anything is written. Images without the sparse magic are
-// raw. Memory: fixed, whatever the image.
+// the extent the image touches and where RAW payloads start. When the last
+// byte is in, Finish() says whether the image is valid and how large it
+// expands (CRC32 chunks are checked then, in a second pass, only for images
+// that have them), so `flash` can FAIL with the decoder's reason, or because
+// the image is bigger than the partition, before anything is written. Images
+// without the sparse magic are raw. Memory: fixed, whatever the image.
+//
+// Landing (below) decides where in the buffer each slice lands.
 #pragma once
 
 #include <cstdint>
 #include <memory>
 #include <mutex>
 #include <span>
+#include <vector>
 
 #include "base/status.h"
 #include "sparse/decoder.h"
@@ -53,33 +56,92 @@ class DownloadBuffer {
 
 class ImageCheck : public sparse::NullSink {
  public:
+  // RAW payloads this long or longer are worth landing on a 4 KiB boundary.
+  static constexpr uint64_t kAlignMin = 64 * 1024;
+
   // Starts checking a download of `size` bytes.
   void Begin(uint64_t size);
-  // The first `received` bytes of the image are in `image` (image.size() is
-  // the whole download): decode what was not yet seen.
-  void Arrived(std::span<const uint8_t> image, uint64_t received);
-  // After the last byte: OK when the image is complete and valid.
-  Status Finish(std::span<const uint8_t> image);
+  // The next bytes of the image, in order, in any slicing.
+  void Arrived(std::span<const uint8_t> slice);
+  // After the last byte, with the whole image as its pieces in order: OK
+  // when the image is complete and valid (CRC32 chunks checked here).
+  Status Finish(std::span<const std::span<const uint8_t>> pieces);
 
+  bool decided() const { return decided_; }
   bool sparse() const { return sparse_; }
   // Bytes the expanded image covers (sparse: total_blks * blk_sz; raw: size).
   uint64_t image_size() const { return image_size_; }
   const Status& status() const { return status_; }
 
+  // Where the decoder stands, for placing the next bytes (sparse only):
+  // payload bytes of the current RAW chunk still to come; whether the next
+  // byte is the first of a RAW payload of at least kAlignMin; the chunk
+  // header size; and the first bytes of such payloads that began in the
+  // last Arrived() slice (pointers into it).
+  uint64_t raw_pending() const;
+  bool at_large_raw_start() const;
+  uint32_t chunk_header_size() const;
+  const std::vector<const uint8_t*>& raw_starts() const { return starts_; }
+
   // sparse::Sink, for the decoder only.
   Status OnHeader(const sparse::FileHeader& header) override;
+  Status OnRaw(uint64_t offset, std::span<const uint8_t> data) override;
   Status OnChunk(const sparse::ChunkInfo& chunk) override;
 
  private:
-
   uint64_t size_ = 0;
-  uint64_t fed_ = 0;
+  uint64_t received_ = 0;
+  uint8_t head_[4] = {};
+  size_t head_len_ = 0;
   bool decided_ = false;
   bool sparse_ = false;
   uint64_t image_size_ = 0;
   bool has_crc_ = false;  // a CRC32 chunk was seen: Finish() checks CRCs
+  int64_t raw_chunk_ = -1;  // index of the chunk whose payload began last
+  std::vector<const uint8_t*> starts_;
   std::unique_ptr<sparse::Decoder> decoder_;
   Status status_;
+};
+
+// Landing: where the bytes of one download go in its buffer. RAW payloads of
+// a sparse image of at least kAlignMin bytes start on a 4 KiB boundary, with
+// a gap left before them, so the writer sends them to the device straight
+// from the buffer instead of copying them; all else is packed. Window()
+// mostly ends right after the next chunk header, so the gap is known before
+// a payload arrives; when a receive ran past a payload's start anyway, the
+// bytes after it are moved (at most kAlignMin of them). The image is then
+// pieces(): contiguous runs of its bytes, in order. Gaps take at most 4 KiB
+// per kAlignMin of image: CapacityFor() sizes the buffer.
+class Landing {
+ public:
+  static uint64_t CapacityFor(uint64_t max_size);
+
+  // `buffer` holds at least CapacityFor(size) bytes.
+  void Begin(std::span<uint8_t> buffer, uint64_t size);
+  // Where the next bytes go; empty once all `size` bytes are in.
+  std::span<uint8_t> Window();
+  // `n` bytes were put at the start of the last Window().
+  void Arrived(size_t n);
+  uint64_t received() const { return received_; }
+  // After the last byte: the check's verdict; pieces() is then the image.
+  Status Finish();
+
+  const ImageCheck& check() const { return check_; }
+  const std::vector<std::span<const uint8_t>>& pieces() const { return pieces_; }
+  unsigned gaps() const { return gaps_; }
+
+ private:
+  void ClosePiece(uint64_t at);
+  bool Room(uint64_t end, uint64_t gap) const;
+
+  std::span<uint8_t> buffer_;
+  uint64_t size_ = 0;
+  uint64_t received_ = 0;
+  uint64_t pos_ = 0;          // buffer offset of the next byte
+  uint64_t piece_start_ = 0;  // buffer offset where the open piece starts
+  unsigned gaps_ = 0;
+  std::vector<std::span<const uint8_t>> pieces_;
+  ImageCheck check_;
 };
 
 }  // namespace flashpipe::fastboot

@@ -204,22 +204,21 @@ Result<std::string> Session::DoDownload(const std::string& arg) {
   if (size > limit) {
     return InvalidArgument(fmt::format("download of {} bytes > max-download-size {}", size, limit));
   }
-  FP_ASSIGN_OR_RETURN(std::span<uint8_t> buf, device_->BeginDownload(size));
+  FP_RETURN_IF_ERROR(device_->BeginDownload(size));
   if (Status st = transport_->Send(Data(size)); !st.ok()) {
     device_->AbortDownload();
     transport_error_ = st;
     return st;
   }
-  uint64_t received = 0;
-  while (received < size) {
-    auto n = transport_->ReadData(buf.subspan(received));
+  while (device_->download_received() < size) {
+    auto n = transport_->ReadData(device_->DownloadWindow());
     if (!n.ok()) {
       device_->AbortDownload();
-      transport_error_ = n.status().WithContext(fmt::format("download at byte {} of {}", received, size));
+      transport_error_ = n.status().WithContext(
+          fmt::format("download at byte {} of {}", device_->download_received(), size));
       return transport_error_;
     }
-    received += *n;
-    device_->Arrived(received);
+    device_->Arrived(*n);
   }
   device_->EndDownload();
   return std::string();

@@ -219,7 +219,7 @@ std::string Storage::ProbeType(const Partition& p) const {
   return type;
 }
 
-Status Storage::Write(const Partition& p, std::span<const uint8_t> image, bool is_sparse,
+Status Storage::Write(const Partition& p, std::span<const std::span<const uint8_t>> pieces, bool is_sparse,
                       const ProgressFn& progress, bool sync) {
   if (options_.discard_writes) return Status::Ok();
   const Backing& b = *backings_[p.backing];
@@ -241,10 +241,16 @@ Status Storage::Write(const Partition& p, std::span<const uint8_t> image, bool i
   Status st;
   if (is_sparse) {
     sparse::Decoder decoder(sink.get(), {.check_crc = false, .tolerate_missing_tail = true});
-    st = decoder.Feed(image);
+    for (auto piece : pieces) {
+      if (st = decoder.Feed(piece); !st.ok()) break;
+    }
     if (st.ok()) st = decoder.Finish();
   } else {
-    st = sink->OnRaw(0, image);
+    uint64_t at = 0;
+    for (auto piece : pieces) {
+      if (st = sink->OnRaw(at, piece); !st.ok()) break;
+      at += piece.size();
+    }
     if (st.ok()) st = sink->OnEnd();
   }
   Status fin = writer != nullptr ? writer->Finish() : static_cast<BounceSink*>(sink.get())->Finish(sync);

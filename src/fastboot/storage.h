@@ -77,10 +77,12 @@ class Storage {
   // libblkid's TYPE for the partition's range ("ext4", "vfat", ...) or "raw".
   std::string ProbeType(const Partition& p) const;
 
-  // Writes `image` (sparse when is_sparse, else raw bytes from offset 0).
+  // Writes the image made of `pieces` in order (sparse when is_sparse, else
+  // raw bytes from offset 0). The pieces stay valid until Write returns, and
+  // the writer reads aligned stretches straight from them.
   // REQUIRES: the image was validated and fits the partition.
   // sync=false leaves the fdatasync to a later Sync() (write-behind).
-  Status Write(const Partition& p, std::span<const uint8_t> image, bool is_sparse,
+  Status Write(const Partition& p, std::span<const std::span<const uint8_t>> pieces, bool is_sparse,
                const ProgressFn& progress, bool sync = true);
   // fdatasync of the device or file behind the partition.
   Status Sync(const Partition& p);
