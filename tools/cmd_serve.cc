@@ -166,6 +166,9 @@ int RunServe(int argc, char** argv) {
   app.add_flag("--no-prefault", [&o](int64_t) { o.device.prefault = false; },
                "touch download buffers only as data arrives (default: fault them in at start, so the daemon "
                "holds max-download-size, x2 with --write-behind, from the start)");
+  app.add_option("--critical", o.device.critical,
+                 "NAME: a critical partition (NAME, NAME_a, NAME_b), repeatable: flash and erase refuse it until "
+                 "'fastboot flashing unlock_critical'");
   app.add_flag("--no-unlock", [&o](int64_t) { o.device.unlock_allowed = false; }, "refuse 'flashing unlock'");
   app.add_option("--backend", o.backend, "auto|io_uring|threads|sync");
   app.add_option("--queue-depth", o.write.queue_depth, "writer queue depth, 1..256 (default 4)")

@@ -41,6 +41,17 @@ FastbootDevice::~FastbootDevice() {
   }
 }
 
+bool FastbootDevice::IsCritical(std::string_view name) const {
+  for (const auto& c : config_.critical) {
+    if (name == c) return true;
+    if (name.size() == c.size() + 2 && name.substr(0, c.size()) == c &&
+        (name.substr(c.size()) == "_a" || name.substr(c.size()) == "_b")) {
+      return true;
+    }
+  }
+  return false;
+}
+
 bool FastbootDevice::TryAcquire(const std::string& owner, std::function<bool()> yield) {
   std::lock_guard lock(owner_mu_);
   if (!owner_.empty()) return false;

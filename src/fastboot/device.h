@@ -39,6 +39,10 @@ struct DeviceConfig {
   std::string on_reboot;    // run after reboot*/continue was answered; $1 = target
   std::string on_shutdown;  // run after shutdown was answered
   bool exit_on_shutdown = false;
+  // Partitions (base names; NAME also covers NAME_a and NAME_b) that flash
+  // and erase refuse while the critical lock is on (flashing lock_critical,
+  // the default; flashing unlock_critical lifts it).
+  std::vector<std::string> critical;
   bool write_behind = false;
   // Fault the download buffer(s) in on a background thread at start: the
   // daemon then holds max_download_size (x2 with write_behind) from the
@@ -54,6 +58,8 @@ class FastbootDevice {
   ~FastbootDevice();  // waits for a write-behind flash
 
   const DeviceConfig& config() const { return config_; }
+  // `name` is one of config().critical, or NAME_a / NAME_b of one.
+  bool IsCritical(std::string_view name) const;
   Storage& storage() { return *storage_; }
   PersistentState& state() { return state_; }
 

@@ -152,6 +152,15 @@ Result<const Partition*> Session::Resolve(const std::string& name) {
   return NotFound(fmt::format("partition '{}' not found", name.substr(0, 40)));
 }
 
+// A partition to be written: not a critical one while those are locked.
+Result<const Partition*> Session::ResolveWritable(const std::string& name) {
+  FP_ASSIGN_OR_RETURN(const Partition* p, Resolve(name));
+  if (device_->state().critical_locked() && device_->IsCritical(p->name)) {
+    return InvalidArgument(fmt::format("critical partition '{}': flashing unlock_critical", p->name));
+  }
+  return p;
+}
+
 // --- commands ---------------------------------------------------------------
 
 Result<std::string> Session::DoGetvar(const std::string& arg) {
@@ -225,7 +234,7 @@ Result<std::string> Session::DoDownload(const std::string& arg) {
 }
 
 Result<std::string> Session::DoFlash(const std::string& arg) {
-  FP_ASSIGN_OR_RETURN(const Partition* p, Resolve(arg));
+  FP_ASSIGN_OR_RETURN(const Partition* p, ResolveWritable(arg));
   auto last = Clock::now();
   ProgressFn progress = [&](uint64_t done, uint64_t total) {
     auto now = Clock::now();
@@ -240,7 +249,7 @@ Result<std::string> Session::DoFlash(const std::string& arg) {
 }
 
 Result<std::string> Session::DoErase(const std::string& arg) {
-  FP_ASSIGN_OR_RETURN(const Partition* p, Resolve(arg));
+  FP_ASSIGN_OR_RETURN(const Partition* p, ResolveWritable(arg));
   FP_RETURN_IF_ERROR(device_->storage().Erase(*p));
   return std::string();
 }
@@ -262,6 +271,15 @@ Result<std::string> Session::DoFlashing(const std::string& arg) {
   if (arg == "unlock") {
     if (!device_->config().unlock_allowed) return Unsupported("unlocking is not allowed on this device");
     FP_RETURN_IF_ERROR(device_->state().SetLocked(false));
+    return std::string();
+  }
+  if (arg == "lock_critical") {
+    FP_RETURN_IF_ERROR(device_->state().SetCriticalLocked(true));
+    return std::string();
+  }
+  if (arg == "unlock_critical") {
+    if (!device_->config().unlock_allowed) return Unsupported("unlocking is not allowed on this device");
+    FP_RETURN_IF_ERROR(device_->state().SetCriticalLocked(false));
     return std::string();
   }
   if (arg == "get_unlock_ability") {

@@ -50,6 +50,7 @@ class Session {
   Status Reply(const Result<std::string>& result);
   Status SendInfo(std::string_view message);
   Result<const Partition*> Resolve(const std::string& name);
+  Result<const Partition*> ResolveWritable(const std::string& name);
   bool HasSlots() const;
 
   Result<std::string> DoGetvar(const std::string& arg);

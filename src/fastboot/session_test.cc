@@ -279,8 +279,31 @@ TEST_F(SessionTest, LockedDeviceRefusesDownloadFlashErase) {
   EXPECT_EQ(Run(t), std::vector<std::string>{"OKAY"});
   EXPECT_EQ(t.Infos(), std::vector<std::string>{"get_unlock_ability: 1"});
   EXPECT_EQ(One("flashing unlock"), "OKAY");
-  EXPECT_EQ(One("flashing lock_critical"), "FAILflashing lock_critical: not supported");
+  EXPECT_EQ(One("flashing frobnicate"), "FAILflashing frobnicate: not supported");
   EXPECT_EQ(mem_.bytes_written(), 0u);
+}
+
+// boot (boot_a, boot_b) is critical: locked by default, then unlocked.
+TEST_F(SessionTest, CriticalPartitionsNeedUnlockCritical) {
+  Make({.critical = {"boot"}});
+  auto a = SparseBuilder::RandomBytes(4096, 3);
+  ScriptedTransport t;
+  t.Command("download:" + Hex8(a.size())).Data(a).Command("flash:boot_a").Command("erase:boot_b")
+      .Command("flash:system").Command("flashing unlock_critical").Command("flash:boot_a")
+      .Command("flashing lock_critical").Command("erase:boot");
+  auto r = Run(t);
+  ASSERT_EQ(r.size(), 8u);
+  EXPECT_EQ(r[1], "FAILcritical partition 'boot_a': flashing unlock_critical");
+  EXPECT_EQ(r[2], "FAILcritical partition 'boot_b': flashing unlock_critical");
+  EXPECT_EQ(r[3], "OKAY");
+  EXPECT_EQ(r[4], "OKAY");
+  EXPECT_EQ(r[5], "OKAY");
+  EXPECT_EQ(r[6], "OKAY");
+  EXPECT_EQ(r[7], "FAILcritical partition 'boot_a': flashing unlock_critical");
+  auto boot = Bytes(parts_[0]);
+  EXPECT_TRUE(std::equal(a.begin(), a.end(), boot.begin()));
+  EXPECT_TRUE(std::all_of(Bytes(parts_[1]).begin(), Bytes(parts_[1]).end(), [](uint8_t x) { return x == kGuard; }));
+  ExpectGuardsIntact();
 }
 
 TEST_F(SessionTest, UnlockRefusedWhenNotAllowed) {
@@ -438,12 +461,15 @@ TEST(PersistentStateTest, SurvivesReload) {
     EXPECT_EQ(s->slot(), 'a');
     EXPECT_TRUE(s->SetSlot('b').ok());
     EXPECT_TRUE(s->SetLocked(true).ok());
+    EXPECT_TRUE(s->critical_locked());
+    EXPECT_TRUE(s->SetCriticalLocked(false).ok());
     EXPECT_FALSE(s->SetSlot('c').ok());
   }
   auto s = PersistentState::Load(path);
   ASSERT_TRUE(s.ok());
   EXPECT_EQ(s->slot(), 'b');
   EXPECT_TRUE(s->locked());
+  EXPECT_FALSE(s->critical_locked());
   FILE* f = fopen(path.c_str(), "w");
   fputs("slot=z\n", f);
   fclose(f);

@@ -25,6 +25,8 @@ Result<PersistentState> PersistentState::Load(std::string path) {
       s.slot_ = line.back();
     } else if (line == "locked=0" || line == "locked=1") {
       s.locked_ = line.back() == '1';
+    } else if (line == "critical_locked=0" || line == "critical_locked=1") {
+      s.critical_locked_ = line.back() == '1';
     } else {
       return Corrupt(fmt::format("{}:{}: unknown line '{}'", s.path_, lineno, line.substr(0, 40)));
     }
@@ -43,12 +45,18 @@ Status PersistentState::SetLocked(bool locked) {
   return Save();
 }
 
+Status PersistentState::SetCriticalLocked(bool locked) {
+  critical_locked_ = locked;
+  return Save();
+}
+
 Status PersistentState::Save() const {
   if (path_.empty()) return Status::Ok();
   std::string tmp = path_ + ".tmp";
   UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
   if (!fd.valid()) return ErrnoError("open " + tmp);
-  std::string text = fmt::format("# flashpipe serve state\nslot={}\nlocked={}\n", slot_, locked_ ? 1 : 0);
+  std::string text = fmt::format("# flashpipe serve state\nslot={}\nlocked={}\ncritical_locked={}\n", slot_,
+                                 locked_ ? 1 : 0, critical_locked_ ? 1 : 0);
   if (::write(fd.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size())) {
     return ErrnoError("write " + tmp);
   }

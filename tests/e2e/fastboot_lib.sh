@@ -269,6 +269,27 @@ write_behind_check() {
   pass "--write-behind: split sparse and raw flashes == expected after getvar"
 }
 
+# --critical boot: flash and erase of boot_a/boot_b refused until
+# `fastboot flashing unlock_critical`, which survives a daemon restart.
+critical_check() {
+  cp "$1" "$work/cr.img"
+  rm -f "$work/state"
+  start_daemon --storage "$work/cr.img" --critical boot
+  if fb flash boot_a "$work/misc.raw" >"$work/fb.out" 2>&1; then die "flash of a critical partition accepted"; fi
+  grep -q "critical partition 'boot_a'" "$work/fb.out" || die "critical refusal: $(cat "$work/fb.out")"
+  fb_ok flashing unlock_critical
+  stop_daemon
+  start_daemon --storage "$work/cr.img" --critical boot
+  fb_ok flash boot_a "$work/misc.raw"
+  cmp <(read_part "$work/cr.img" boot_a 0 65536) "$work/misc.raw" || die "flash after unlock_critical"
+  fb_ok flashing lock_critical
+  if fb erase boot_b >"$work/fb.out" 2>&1; then die "erase of a critical partition accepted"; fi
+  stop_daemon
+  rm -f "$work/state"
+  check_guards "$work/cr.img" "$1"
+  pass "critical partitions: refused, unlock_critical (kept across a restart), lock_critical"
+}
+
 # The real client killed (SIGKILL) while its download is on the wire: nothing
 # is written, and the next client is served (UDP: once the killed client has
 # been silent for the daemon's 1.2 s "gone" limit).
@@ -313,6 +334,7 @@ main() {
   run_suite "$work/disk.img" "$work/snap.img"
   echo "== $TRANSPORT: write-behind, killed client$(declare -F transport_extra >/dev/null && echo ', both transports')"
   write_behind_check "$work/snap.img"
+  critical_check "$work/snap.img"
   killed_client_check
   if declare -F transport_extra >/dev/null; then transport_extra "$work/snap.img"; fi
 
