@@ -314,6 +314,13 @@ void UdpServer::HandleInit(const Peer& from, uint16_t seq, std::span<const uint8
   if (host_max < udp::kMinPacketSize) {
     return SendTo(from, udp::kIdError, seq, fmt::format("init: packet size {} < 512", host_max), false);
   }
+  // A TCP client that has just left may not have been seen to close yet:
+  // give its session a moment to end before refusing.
+  for (int i = 0; i < 30; ++i) {
+    std::string owner = device_->owner();
+    if (owner.empty() || owner.rfind("udp ", 0) == 0) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
   std::lock_guard lock(mu_);
   if (!CanTakeOver(from)) {
     std::string owner = device_->owner();

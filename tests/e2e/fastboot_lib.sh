@@ -242,9 +242,11 @@ run_suite() {
   fb getvar version 2>&1 | grep "version: 0.4" >/dev/null || die "daemon not serving after reboot"
   # The client reconnects after reboot-fastboot and wants is-userspace: yes.
   fb_ok reboot fastboot
-  fb getvar is-userspace 2>&1 | grep -q "is-userspace: yes" || die "is-userspace after reboot fastboot"
+  out=$(fb getvar is-userspace 2>&1 || true)
+  grep -q "is-userspace: yes" <<<"$out" || die "is-userspace after reboot fastboot: $out"
   fb_ok reboot bootloader
-  fb getvar is-userspace 2>&1 | grep -q "is-userspace: no" || die "is-userspace after reboot bootloader"
+  out=$(fb getvar is-userspace 2>&1 || true)
+  grep -q "is-userspace: no" <<<"$out" || die "is-userspace after reboot bootloader: $out"
   pass "reboot, reboot fastboot (client reconnects to 'userspace'), reboot bootloader answered; daemon keeps serving"
 
   stop_daemon
