@@ -302,7 +302,8 @@ TEST_F(SessionTest, CriticalPartitionsNeedUnlockCritical) {
   EXPECT_EQ(r[7], "FAILcritical partition 'boot_a': flashing unlock_critical");
   auto boot = Bytes(parts_[0]);
   EXPECT_TRUE(std::equal(a.begin(), a.end(), boot.begin()));
-  EXPECT_TRUE(std::all_of(Bytes(parts_[1]).begin(), Bytes(parts_[1]).end(), [](uint8_t x) { return x == kGuard; }));
+  auto boot_b = Bytes(parts_[1]);
+  EXPECT_TRUE(std::all_of(boot_b.begin(), boot_b.end(), [](uint8_t x) { return x == kGuard; }));
   ExpectGuardsIntact();
 }
 
