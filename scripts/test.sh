@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite: installs what it needs, builds, runs every unit and
-# end-to-end test with CTest, then each libFuzzer target for a bounded time
-# under ASan+UBSan. Safe to rerun. Exits non-zero on any failure.
+# end-to-end test with CTest, the unit tests again built with ASan+UBSan, then
+# each libFuzzer target for a bounded time under ASan+UBSan. Safe to rerun.
+# Exits non-zero on any failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh build
@@ -9,8 +10,11 @@ modprobe loop 2>/dev/null || true
 echo "== unit and end-to-end tests"
 ctest --test-dir build --output-on-failure --timeout 900 -j2 | tee build/ctest.log
 ran=$(sed -n 's/.*tests failed out of \([0-9]*\).*/\1/p' build/ctest.log | tail -1)
+echo "== unit tests under ASan+UBSan"
+bash scripts/sanitize.sh | tee build/sanitize.log
+sanitized=$(grep -c '^ok ' build/sanitize.log)
 echo "== fuzzers (${FUZZ_SECONDS:-30} s each, ASan+UBSan)"
 bash scripts/fuzz.sh "${FUZZ_SECONDS:-30}" | tee build/fuzz.log
 fuzzed=$(grep -c '^-- .*_fuzzer:' build/fuzz.log)
-echo "== $ran CTest tests and $fuzzed fuzzers passed"
-echo "total: $((ran + fuzzed)) passed, 0 failed"
+echo "== $ran CTest tests, $sanitized sanitized unit-test binaries and $fuzzed fuzzers passed"
+echo "total: $((ran + sanitized + fuzzed)) passed, 0 failed"
