@@ -264,22 +264,21 @@ Result<std::string> Session::DoSetActive(const std::string& arg) {
 }
 
 Result<std::string> Session::DoFlashing(const std::string& arg) {
-  if (arg == "lock") {
-    FP_RETURN_IF_ERROR(device_->state().SetLocked(true));
-    return std::string();
-  }
-  if (arg == "unlock") {
-    if (!device_->config().unlock_allowed) return Unsupported("unlocking is not allowed on this device");
-    FP_RETURN_IF_ERROR(device_->state().SetLocked(false));
-    return std::string();
-  }
-  if (arg == "lock_critical") {
-    FP_RETURN_IF_ERROR(device_->state().SetCriticalLocked(true));
-    return std::string();
-  }
-  if (arg == "unlock_critical") {
-    if (!device_->config().unlock_allowed) return Unsupported("unlocking is not allowed on this device");
-    FP_RETURN_IF_ERROR(device_->state().SetCriticalLocked(false));
+  struct LockOp {
+    const char* arg;
+    Status (PersistentState::*set)(bool);
+    bool locked;
+  };
+  static const LockOp kLockOps[] = {
+      {"lock", &PersistentState::SetLocked, true},
+      {"unlock", &PersistentState::SetLocked, false},
+      {"lock_critical", &PersistentState::SetCriticalLocked, true},
+      {"unlock_critical", &PersistentState::SetCriticalLocked, false},
+  };
+  for (const auto& op : kLockOps) {
+    if (arg != op.arg) continue;
+    if (!op.locked && !device_->config().unlock_allowed) return Unsupported("unlocking is not allowed on this device");
+    FP_RETURN_IF_ERROR((device_->state().*op.set)(op.locked));
     return std::string();
   }
   if (arg == "get_unlock_ability") {

@@ -311,6 +311,8 @@ TEST_F(SessionTest, UnlockRefusedWhenNotAllowed) {
   Make({.unlock_allowed = false});
   EXPECT_EQ(One("flashing lock"), "OKAY");
   EXPECT_EQ(One("flashing unlock"), "FAILunlocking is not allowed on this device");
+  EXPECT_EQ(One("flashing unlock_critical"), "FAILunlocking is not allowed on this device");
+  EXPECT_TRUE(device_->state().critical_locked());
   EXPECT_EQ(One("getvar:unlocked"), "OKAYno");
 }
 
