@@ -106,11 +106,11 @@ Status FastbootDevice::BeginDownload(uint32_t size) {
     busy = job_buffer_;
   }
   download_buffer_ = busy == 0 ? 1 : 0;
-  DownloadBuffer& b = *buffers_[download_buffer_];
+  // The session refuses larger downloads first; the buffer is sized for this.
   if (size > config_.max_download_size) {
     return InvalidArgument(fmt::format("download of {} bytes above the buffer for {}", size, config_.max_download_size));
   }
-  FP_ASSIGN_OR_RETURN(std::span<uint8_t> all, b.Get(b.capacity()));
+  FP_ASSIGN_OR_RETURN(std::span<uint8_t> all, buffers_[download_buffer_]->Get());
   landing_.Begin(all, size);
   if (config_.verbose) std::fprintf(stderr, "serve: %lld ms: download of %u bytes into buffer %d\n", Millis(), size, download_buffer_);
   return Status::Ok();

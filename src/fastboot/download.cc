@@ -25,12 +25,9 @@ Status DownloadBuffer::Map() {
   return map_status_;
 }
 
-Result<std::span<uint8_t>> DownloadBuffer::Get(uint64_t size) {
-  if (size > capacity_) {
-    return InvalidArgument(fmt::format("download of {} bytes above the buffer of {}", size, capacity_));
-  }
+Result<std::span<uint8_t>> DownloadBuffer::Get() {
   FP_RETURN_IF_ERROR(Map());
-  return std::span<uint8_t>(data_, size);
+  return std::span<uint8_t>(data_, capacity_);
 }
 
 void DownloadBuffer::Prefault() {

@@ -38,8 +38,8 @@ class DownloadBuffer {
   DownloadBuffer(const DownloadBuffer&) = delete;
   DownloadBuffer& operator=(const DownloadBuffer&) = delete;
 
-  // REQUIRES: size <= capacity(). Maps the buffer on first use.
-  Result<std::span<uint8_t>> Get(uint64_t size);
+  // The whole buffer; maps it on first use.
+  Result<std::span<uint8_t>> Get();
   uint64_t capacity() const { return capacity_; }
   // Faults every page in (MADV_POPULATE_WRITE), without changing any byte;
   // safe while a download fills the buffer. Best effort.

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "base/endian.h"
+#include "base/zero.h"
 
 namespace flashpipe::input {
 namespace {
@@ -64,7 +65,7 @@ Status CompareSink::OnFill(uint64_t offset, uint64_t length, uint32_t pattern) {
   uint8_t p[4];
   StoreLE<uint32_t>(p, pattern);
   return ReadBack(offset, length, [&](std::span<const uint8_t> got, uint64_t at) {
-    if (pattern == 0 && got[0] == 0 && std::memcmp(got.data(), got.data() + 1, got.size() - 1) == 0) {
+    if (pattern == 0 && IsAllZero(got)) {
       return Status::Ok();
     }
     for (size_t i = 0; i < got.size(); ++i) {

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <vector>
 
+#include "base/zero.h"
 #include "input/detect.h"
 #include "input/sources.h"
 #include "sparse/format.h"
@@ -13,10 +14,6 @@ namespace flashpipe::input {
 namespace {
 
 constexpr uint64_t kZeroBlock = 4096;
-
-bool AllZero(const uint8_t* p, size_t n) {
-  return n == 0 || (p[0] == 0 && std::memcmp(p, p + 1, n - 1) == 0);
-}
 
 class StreamSource : public ImageSource {
  public:
@@ -83,12 +80,12 @@ Status EmitRawDetectingZeros(ImageSink* sink, uint64_t offset, std::span<const u
   while (pos < data.size()) {
     uint64_t abs = offset + pos;
     size_t block = static_cast<size_t>(std::min<uint64_t>(kZeroBlock - abs % kZeroBlock, data.size() - pos));
-    if (abs % kZeroBlock != 0 || block < kZeroBlock || !AllZero(data.data() + pos, block)) {
+    if (abs % kZeroBlock != 0 || block < kZeroBlock || !IsAllZero({data.data() + pos, block})) {
       pos += block;
       continue;
     }
     size_t run_end = pos + block;
-    while (run_end + kZeroBlock <= data.size() && AllZero(data.data() + run_end, kZeroBlock)) run_end += kZeroBlock;
+    while (run_end + kZeroBlock <= data.size() && IsAllZero({data.data() + run_end, kZeroBlock})) run_end += kZeroBlock;
     if (run_end - pos >= min_zero_run) {
       if (pos > raw_start) FP_RETURN_IF_ERROR(sink->OnRaw(offset + raw_start, data.subspan(raw_start, pos - raw_start)));
       FP_RETURN_IF_ERROR(sink->OnFill(offset + pos, run_end - pos, 0));

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "base/crc32.h"
+#include "base/zero.h"
 #include "io/writer_impl.h"
 
 namespace flashpipe::io {
@@ -83,21 +84,6 @@ Status ImageWriter::Impl::FlushStaging() {
   return Status::Ok();
 }
 
-namespace {
-
-bool IsZero(const uint8_t* p, uint64_t n) {
-  uint64_t word;
-  for (uint64_t i = 0; i + 8 <= n; i += 8) {
-    std::memcpy(&word, p + i, 8);
-    if (word != 0) return false;
-  }
-  for (uint64_t i = n / 8 * 8; i < n; ++i)
-    if (p[i] != 0) return false;
-  return true;
-}
-
-}  // namespace
-
 Status ImageWriter::Impl::WriteData(uint64_t begin, uint64_t end, uint8_t* src, BufRef ref) {
   std::vector<uint32_t> crcs;
   if (options.verify) crcs = devs[0].digests.BlockCrcs({src, end - begin});
@@ -120,7 +106,7 @@ Status ImageWriter::Impl::WriteBlocks(uint64_t begin, uint64_t end, uint8_t* src
   uint64_t at = AlignUp(begin, g);
   while (at < end) {
     uint64_t run = at;
-    while (run + g <= end && IsZero(src + (run - begin), g)) run += g;
+    while (run + g <= end && IsAllZero({src + (run - begin), g})) run += g;
     if (run - at >= kMinDirectRange) {
       if (data_from < at) FP_RETURN_IF_ERROR(WriteData(data_from, at, src + (data_from - begin), ref));
       FP_RETURN_IF_ERROR(ZeroRange(at, run));
