@@ -1,0 +1,84 @@
+// AtomicFile: an output file that appears whole or not at all.
+//
+// Every tool that creates a file (img2simg, simg2img, append2simg, resparse,
+// `write` to a regular file, the daemon's state file, ...) writes it through
+// an AtomicFile: a temporary file beside the final path, created with
+// O_EXCL|O_NOFOLLOW (never follows a planted symlink, never reuses a name),
+// filled by the caller, then Commit(): fsync, the final mode, rename over the
+// final path, fsync of the directory. Anything short of Commit (an error, a
+// return, a crash) leaves the old output, or none, in place: the destructor
+// removes the temporary file, and a run killed by a signal leaves one named
+// ".NAME.flashpipe-PID-XXXXXX" that the next AtomicFile for the same output
+// removes (when process PID is gone).
+//
+// One policy for symlinks, as AOSP's tools have it: an output path that is a
+// symlink is written through (the link's target is replaced, the link
+// stays). An existing output keeps its permission bits; a new one gets
+// 0666 & ~umask (or `new_mode` & ~umask).
+//
+// Only for regular files: the caller writes block devices, character devices
+// and pipes in place (IsRegularOrAbsent tells which).
+//
+//   FP_ASSIGN_OR_RETURN(AtomicFile out, AtomicFile::Create(path));
+//   FP_RETURN_IF_ERROR(WriteAll(out.fd(), data, out.temp_path()));
+//   FP_RETURN_IF_ERROR(out.Commit());
+//
+// Thread-compatible. Movable, not copyable.
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+
+#include "base/status.h"
+#include "base/unique_fd.h"
+
+namespace flashpipe {
+
+class AtomicFile {
+ public:
+  struct Options {
+    mode_t new_mode = 0666;      // for a new file, before the umask
+    bool keep_existing_mode = true;
+    bool cleanup_stale = true;   // remove temps of dead runs for this output
+  };
+
+  static Result<AtomicFile> Create(const std::string& path, const Options& options);
+  static Result<AtomicFile> Create(const std::string& path) { return Create(path, Options()); }
+
+  AtomicFile(AtomicFile&& other) noexcept;
+  AtomicFile& operator=(AtomicFile&& other) noexcept;
+  AtomicFile(const AtomicFile&) = delete;
+  AtomicFile& operator=(const AtomicFile&) = delete;
+  ~AtomicFile();  // Abort() unless committed
+
+  int fd() const { return fd_.get(); }
+  const std::string& path() const { return path_; }          // as the user gave it
+  const std::string& final_path() const { return final_; }   // after following symlinks
+  const std::string& temp_path() const { return temp_; }
+
+  // fsync, chmod, rename over final_path(), fsync of its directory.
+  // Closes the descriptor. After an error the temporary file is removed.
+  Status Commit();
+  // Removes the temporary file (idempotent).
+  void Abort();
+
+ private:
+  AtomicFile() = default;
+  UniqueFd fd_;
+  std::string path_, final_, temp_;
+  mode_t mode_ = 0644;
+  bool done_ = true;
+};
+
+// Whether `path` is a regular file or does not exist yet (so an output there
+// goes through AtomicFile); false for block/character devices, fifos,
+// sockets; directories are an error.
+Result<bool> IsRegularOrAbsent(const std::string& path);
+
+// The directory part of a path ("." when it has none).
+std::string DirName(const std::string& path);
+// fsync of a directory, so a rename in it is durable.
+Status SyncDirectory(const std::string& dir);
+
+}  // namespace flashpipe

@@ -1,0 +1,161 @@
+#include "base/atomic_file.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <sstream>
+
+#include <gtest/gtest.h>
+
+#include "base/fd_io.h"
+#include "testing/temp_dir.h"
+
+namespace flashpipe {
+namespace {
+
+std::span<const uint8_t> Bytes(std::string_view s) { return {reinterpret_cast<const uint8_t*>(s.data()), s.size()}; }
+
+std::string Read(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void Write(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
+
+std::vector<std::string> List(const std::string& dir) {
+  std::vector<std::string> names;
+  DIR* d = ::opendir(dir.c_str());
+  while (const dirent* e = ::readdir(d)) {
+    std::string n = e->d_name;
+    if (n != "." && n != "..") names.push_back(n);
+  }
+  ::closedir(d);
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+TEST(AtomicFile, OutputAppearsOnlyAtCommit) {
+  testing::TempDir dir;
+  std::string out = dir.path() + "/out.img";
+  auto f = AtomicFile::Create(out);
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  ASSERT_TRUE(WriteAll(f->fd(), Bytes("new"), f->temp_path()).ok());
+  struct stat st;
+  EXPECT_NE(::stat(out.c_str(), &st), 0);
+  ASSERT_TRUE(f->Commit().ok());
+  EXPECT_EQ(Read(out), "new");
+  EXPECT_EQ(List(dir.path()), std::vector<std::string>{"out.img"});
+}
+
+TEST(AtomicFile, WithoutCommitTheOldContentStaysAndNoTempRemains) {
+  testing::TempDir dir;
+  std::string out = dir.path() + "/out.img";
+  Write(out, "old");
+  {
+    auto f = AtomicFile::Create(out);
+    ASSERT_TRUE(f.ok());
+    ASSERT_TRUE(WriteAll(f->fd(), Bytes("partial"), f->temp_path()).ok());
+  }
+  EXPECT_EQ(Read(out), "old");
+  EXPECT_EQ(List(dir.path()), std::vector<std::string>{"out.img"});
+}
+
+TEST(AtomicFile, KeepsTheModeOfAnExistingOutput) {
+  testing::TempDir dir;
+  std::string out = dir.path() + "/out.img";
+  Write(out, "old");
+  ASSERT_EQ(::chmod(out.c_str(), 0640), 0);
+  auto f = AtomicFile::Create(out);
+  ASSERT_TRUE(f.ok());
+  ASSERT_TRUE(f->Commit().ok());
+  struct stat st;
+  ASSERT_EQ(::stat(out.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0640u);
+}
+
+TEST(AtomicFile, NewOutputGetsModeMaskedByUmask) {
+  testing::TempDir dir;
+  std::string out = dir.path() + "/out.img";
+  mode_t old = ::umask(027);
+  auto f = AtomicFile::Create(out);
+  ::umask(old);
+  ASSERT_TRUE(f.ok());
+  ASSERT_TRUE(f->Commit().ok());
+  struct stat st;
+  ASSERT_EQ(::stat(out.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0640u);
+}
+
+TEST(AtomicFile, WritesThroughASymlinkAndKeepsTheLink) {
+  testing::TempDir dir;
+  std::string real = dir.path() + "/real.img", link = dir.path() + "/link.img";
+  Write(real, "old");
+  ASSERT_EQ(::symlink("real.img", link.c_str()), 0);
+  auto f = AtomicFile::Create(link);
+  ASSERT_TRUE(f.ok());
+  EXPECT_EQ(f->final_path(), dir.path() + "/real.img");
+  ASSERT_TRUE(WriteAll(f->fd(), Bytes("new"), f->temp_path()).ok());
+  ASSERT_TRUE(f->Commit().ok());
+  struct stat st;
+  ASSERT_EQ(::lstat(link.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISLNK(st.st_mode));
+  EXPECT_EQ(Read(real), "new");
+}
+
+TEST(AtomicFile, RefusesADirectory) {
+  testing::TempDir dir;
+  auto f = AtomicFile::Create(dir.path());
+  ASSERT_FALSE(f.ok());
+  EXPECT_EQ(f.status().sys_errno(), EISDIR);
+}
+
+TEST(AtomicFile, TempNameIsRecognisableAndExclusive) {
+  testing::TempDir dir;
+  std::string out = dir.path() + "/out.img";
+  auto f = AtomicFile::Create(out);
+  ASSERT_TRUE(f.ok());
+  std::string name = f->temp_path().substr(dir.path().size() + 1);
+  EXPECT_TRUE(name.starts_with(fmt::format(".out.img.flashpipe-{}-", ::getpid()))) << name;
+  struct stat st;
+  ASSERT_EQ(::stat(f->temp_path().c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0077, 0u);  // private until committed
+}
+
+// A run killed before Commit leaves its temp; the next run for the same
+// output removes it (its process is gone), and leaves other files alone.
+TEST(AtomicFile, NextRunRemovesTempsOfDeadRuns) {
+  testing::TempDir dir;
+  std::string out = dir.path() + "/out.img";
+  pid_t child = ::fork();
+  if (child == 0) {
+    auto f = AtomicFile::Create(out);
+    ::_exit(f.ok() ? 0 : 1);  // no destructor: as if killed
+  }
+  int st = 0;
+  ASSERT_EQ(::waitpid(child, &st, 0), child);
+  ASSERT_EQ(WEXITSTATUS(st), 0);
+  Write(dir.path() + "/.other.flashpipe-1-00000000", "x");
+  ASSERT_EQ(List(dir.path()).size(), 2u);
+  auto f = AtomicFile::Create(out);
+  ASSERT_TRUE(f.ok());
+  f->Abort();
+  EXPECT_EQ(List(dir.path()), std::vector<std::string>{".other.flashpipe-1-00000000"});
+}
+
+TEST(AtomicFile, IsRegularOrAbsentTellsWhereToWriteInPlace) {
+  testing::TempDir dir;
+  EXPECT_TRUE(*IsRegularOrAbsent(dir.path() + "/missing"));
+  Write(dir.path() + "/f", "x");
+  EXPECT_TRUE(*IsRegularOrAbsent(dir.path() + "/f"));
+  EXPECT_FALSE(*IsRegularOrAbsent("/dev/null"));
+  EXPECT_FALSE(IsRegularOrAbsent(dir.path()).ok());
+}
+
+}  // namespace
+}  // namespace flashpipe
