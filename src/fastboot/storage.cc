@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "base/fd_io.h"
+#include "base/log.h"
 #include "base/units.h"
 #include "base/unique_fd.h"
 #include "fastboot/bounce_sink.h"
@@ -27,23 +29,22 @@ struct Storage::Backing {
 
 namespace {
 
-Status PreadAll(int fd, uint64_t offset, std::span<uint8_t> out, const std::string& path) {
-  size_t done = 0;
-  while (done < out.size()) {
-    ssize_t n = ::pread(fd, out.data() + done, out.size() - done, static_cast<off_t>(offset + done));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return ErrnoError(fmt::format("read {} at byte {}", path, offset + done));
-    if (n == 0) return IoError(fmt::format("read {} at byte {}: end of file", path, offset + done), 0);
-    done += static_cast<size_t>(n);
-  }
-  return Status::Ok();
-}
-
 // Runs one op to completion on the queue.
 Status RunOp(io::IoQueue* queue, const io::IoOp& op) {
   FP_RETURN_IF_ERROR(queue->Submit(op));
   FP_ASSIGN_OR_RETURN(io::IoCompletion c, queue->Wait());
   return c.status;
+}
+
+// A range on a block device is whole logical blocks (smaller writes fail or
+// read-modify-write neighbours); on a file, whole 512-byte sectors, as a disk
+// image has them.
+Status CheckAligned(const PartitionSpec& spec, const io::Geometry& g) {
+  uint32_t block = g.block_device ? g.logical_block : 512;
+  if (spec.offset % block == 0 && spec.size % block == 0) return Status::Ok();
+  return InvalidArgument(fmt::format(
+      "partition '{}': offset {} and size {} must be multiples of the {} of {} ({} bytes)", spec.name, spec.offset,
+      spec.size, g.block_device ? "logical block size" : "sector size", spec.path, block));
 }
 
 bool IsValidName(std::string_view name) {
@@ -124,7 +125,7 @@ Result<std::unique_ptr<Storage>> Storage::OpenGpt(const std::string& path, const
   b->queue = b->owned_queue.get();
   b->target = std::move(target);
   uint32_t sector = b->geometry.block_device ? b->geometry.logical_block : 0;
-  auto read_at = [&](uint64_t off, std::span<uint8_t> out) { return PreadAll(rfd.get(), off, out, path); };
+  auto read_at = [&](uint64_t off, std::span<uint8_t> out) { return PreadExact(rfd.get(), out, off, path); };
   auto table = ReadGpt(read_at, b->geometry.size, sector);
   if (!table.ok()) return table.status().WithContext(path);
   s->backings_.push_back(std::move(b));
@@ -133,7 +134,8 @@ Result<std::unique_ptr<Storage>> Storage::OpenGpt(const std::string& path, const
     Partition p{e.name, 0, e.first_lba * table->sector_size,
                 (e.last_lba - e.first_lba + 1) * table->sector_size};
     if (!IsValidName(p.name)) {
-      warnings->push_back(fmt::format("{}: GPT entry {} name '{}' not usable, skipped", path, e.index, p.name));
+      warnings->push_back(
+          fmt::format("{}: GPT entry {} name '{}' not usable, skipped", path, e.index, log::Printable(p.name, 80)));
       continue;
     }
     FP_RETURN_IF_ERROR(s->AddPartition(std::move(p)).WithContext(path));
@@ -166,6 +168,7 @@ Result<std::unique_ptr<Storage>> Storage::OpenSpecs(const std::vector<PartitionS
       it = s->backings_.end() - 1;
     }
     size_t index = static_cast<size_t>(it - s->backings_.begin());
+    if (spec.ranged) FP_RETURN_IF_ERROR(CheckAligned(spec, (*it)->geometry));
     uint64_t size = spec.ranged ? spec.size : (*it)->geometry.size;
     FP_RETURN_IF_ERROR(s->AddPartition({spec.name, index, spec.offset, size}));
   }

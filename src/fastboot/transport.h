@@ -9,11 +9,15 @@
 // boundaries. Send writes one response message (<= 64 bytes, see protocol.h).
 //
 // A Status of code kCancelled means the client went away (TCP close, UDP
-// takeover, idle timeout): the session ends without answering. Other errors
-// describe malformed input the session may answer with FAIL.
+// takeover, idle timeout): the session ends without answering. kTimedOut
+// means the deadline the session set (set_deadline) has passed: the session
+// decides whether that ends it (its own time limit) or not (a point where it
+// measures a download's rate). Other errors describe malformed input the
+// session may answer with FAIL.
 // One session thread uses a transport at a time.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -34,6 +38,17 @@ class Transport {
   virtual Status Send(std::string_view message) = 0;
   // "tcp 127.0.0.1:40122", for logs.
   virtual std::string peer() const = 0;
+  // Whether the client has gone away, without waiting (asked while a long
+  // command, an oem hook, runs). A transport that cannot tell says false.
+  virtual bool ClientGone() { return false; }
+
+  // ReadCommand and ReadData wait no later than this (max(): no limit).
+  using Deadline = std::chrono::steady_clock::time_point;
+  void set_deadline(Deadline deadline) { deadline_ = deadline; }
+  Deadline deadline() const { return deadline_; }
+
+ private:
+  Deadline deadline_ = Deadline::max();
 };
 
 }  // namespace flashpipe::fastboot
