@@ -182,6 +182,7 @@ oem_checks() {
   rm -f "$work/hang.pid"
   start_daemon "${PARTS[@]}" --oem "hang=sleep 100 & echo \$! >$work/hang.pid; wait" --oem-timeout 60
   fastboot -s "tcp:127.0.0.1:$PORT" oem hang >/dev/null 2>&1 & local fpid=$!  # killed below
+  bg_pids+=("$fpid")
   for _ in $(seq 50); do [ -s "$work/hang.pid" ] && break; sleep 0.1; done
   [ -s "$work/hang.pid" ] || die "oem hang did not start"
   kill -9 "$fpid"; wait "$fpid" 2>/dev/null || true
