@@ -102,16 +102,6 @@ std::string FormatSummary(const std::vector<TransferResult>& results) {
   return out;
 }
 
-std::string JsonString(std::string_view s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += fmt::format("\\{}", c);
-    else if (static_cast<unsigned char>(c) < 0x20) out += fmt::format("\\u{:04x}", int(c));
-    else out += c;
-  }
-  return out + "\"";
-}
-
 std::string FormatCsv(const RunInfo& info, const std::vector<TransferResult>& results) {
   std::string out =
       "target,backend,prep,direction,mode,depth,request_bytes,count,bytes,ns,kB_per_s,KiB_per_s,iops,MiB_per_s\n";

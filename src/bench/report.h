@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "base/json.h"
 #include "bench/transfer.h"
 
 namespace flashpipe::bench {
@@ -43,6 +44,6 @@ struct RunInfo {
 };
 std::string FormatCsv(const RunInfo& info, const std::vector<TransferResult>& results);
 std::string FormatJson(const RunInfo& info, const std::vector<TransferResult>& results);
-std::string JsonString(std::string_view s);  // quoted and escaped
+using flashpipe::JsonString;  // quoted and escaped (base/json.h)
 
 }  // namespace flashpipe::bench
