@@ -34,8 +34,15 @@ NUMERIC = {"UINT", "INT", "FLOAT", "NUMBER"}
 
 
 def describe(binary, *args):
-    out = subprocess.run([binary, *args, "--help-json"], check=True, capture_output=True, text=True).stdout
-    return json.loads(out)
+    cmd = [binary, *args, "--help-json"]
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    try:
+        if p.returncode != 0:
+            raise ValueError("exit status %d: %s" % (p.returncode, p.stderr.strip()))
+        return json.loads(p.stdout)
+    except ValueError as e:
+        sys.exit("gen_docs.py: %s: %s\nEvery command must parse its flags through tools::ParseOrExit "
+                 "(CLI11 subcommands included), which answers --help-json (tools/describe.h)." % (" ".join(cmd), e))
 
 
 def load(binary):
@@ -300,6 +307,11 @@ def zsh_script(commands, links):
 
 ZSH_MAIN = r'''_flashpipe() {
   if [[ $service != flashpipe ]]; then
+    # img2simg...: flashpipe's flags only where the name is a link to flashpipe.
+    if [[ ${commands[$service]:A} != ${commands[flashpipe]:A} ]]; then
+      _default
+      return
+    fi
     local f=_flashpipe_cmd_${service//[^a-zA-Z0-9_]/_}
     (( $+functions[$f] )) && $f
     return

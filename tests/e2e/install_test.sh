@@ -173,6 +173,7 @@ EOF
 zcomplete() { PATH=$root/bin:$PATH timeout 30 zsh -f zdrive.zsh "$(dirname "$zcomp")" "$1" | tr -d '\r' | sed 's/\x1b\[[0-9;?]*[A-Za-z]//g'; }
 zcomplete "flashpipe wr" | grep -q "flashpipe write $" || fail "zsh: flashpipe wr<TAB>: $(zcomplete "flashpipe wr" | tail -c 200)"
 zcomplete "flashpipe write --verify-o" | grep -q -- "--verify-only" || fail "zsh: flashpipe write --verify-o<TAB>"
+zcomplete "img2simg --cr" | grep -q -- "img2simg --crc" || fail "zsh: img2simg (the link) --cr<TAB>"
 
 step "systemd unit"
 unit=$root/lib/systemd/system/flashpipe-serve.service
