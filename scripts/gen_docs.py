@@ -104,8 +104,14 @@ def page_name(path):
     return "-".join(("flashpipe",) + path)
 
 
+def page_ref(name):
+    """A reference to a page: \\- so that a line never breaks inside the name."""
+    return ".BR {} (1)".format(name.replace("-", "\\-"))
+
+
 def man_header(name, version):
-    return '.TH {} 1 "" "flashpipe {}" "flashpipe manual"'.format(name.upper().replace("-", "\\-"), version)
+    # .nh .ad l: no hyphenation, ragged right (names like flashpipe-img2simg stay whole).
+    return '.TH {} 1 "" "flashpipe {}" "flashpipe manual"\n.nh\n.ad l'.format(name.upper().replace("-", "\\-"), version)
 
 
 def command_page(path, app, version, links):
@@ -115,7 +121,7 @@ def command_page(path, app, version, links):
     out += [".SH SYNOPSIS", usage_line(app)]
     if path[-1] in links and len(path) == 1:
         out += [".br", ".B " + path[-1], " ".join(w for w in usage_line(app).split("\n")[1:])]
-    out += [".SH DESCRIPTION", roff(app["description"]) + "."]
+    out += [".SH DESCRIPTION", roff(app["description"]) + ("" if app["description"].endswith(".") else ".")]
     if path[-1] in links and len(path) == 1:
         out += [".PP", "Also run as \\fB{}\\fR, a link to \\fBflashpipe\\fR.".format(path[-1])]
     if app["positionals"]:
@@ -127,14 +133,14 @@ def command_page(path, app, version, links):
         out.append(".SH COMMANDS")
         for sub in app["subcommands"]:
             sub_path = path + (sub["name"].split()[-1],)
-            out += [".TP", ".BR {} (1)".format(page_name(sub_path)), roff(sub["description"])]
+            out += [".TP", page_ref(page_name(sub_path)), roff(sub["description"])]
     out.append(".SH OPTIONS")
     for o in app["options"]:
         out += [".TP", option_head(o), roff(o["description"])]
     if app["footer"]:
         out += [".SH EXIT STATUS", roff(app["footer"])]
     parent = page_name(path[:-1]) if len(path) > 1 else "flashpipe"
-    out += [".SH SEE ALSO", ".BR {} (1)".format(parent)]
+    out += [".SH SEE ALSO", page_ref(parent)]
     return "\n".join(out) + "\n"
 
 
@@ -146,13 +152,14 @@ def program_page(program, commands, links):
     out += [".SH DESCRIPTION", "\\fBflashpipe\\fR: " + roff(program["summary"]) + ".",
             "One binary, one command per job, each described in its own page below."]
     if links:
-        out += [".PP", "Run through a link named " + ", ".join("\\fB{}\\fR".format(l) for l in links)
-                + ", flashpipe runs the command of that name."]
+        names = ["\\fB{}\\fR".format(l) for l in links]
+        listed = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " or " + names[-1]
+        out += [".PP", "Run through a link named " + listed + ", flashpipe runs the command of that name."]
     out.append(".SH COMMANDS")
     for c in commands:
-        out += [".TP", ".BR {} (1)".format(page_name((c["name"].split()[-1],))), roff(c["help"])]
+        out += [".TP", page_ref(page_name((c["name"].split()[-1],))), roff(c["help"])]
     out += [".SH EXIT STATUS", roff(program["footer"][0].upper() + program["footer"][1:]) + "."]
-    out += [".SH SEE ALSO", ",\n".join(".BR {} (1)".format(page_name((c["name"].split()[-1],)))
+    out += [".SH SEE ALSO", ",\n".join(page_ref(page_name((c["name"].split()[-1],)))
                                        for c in commands)]
     return "\n".join(out) + "\n"
 

@@ -27,7 +27,7 @@ constexpr Command kCommands[] = {
     {"simg2img", flashpipe::tools::RunSimg2img, "expand sparse images (overlaid in order) to a raw image"},
     {"append2simg", flashpipe::tools::RunAppend2simg, "append raw data to a sparse image"},
     {"resparse", flashpipe::tools::RunResparse, "split a sparse image into parts of at most N bytes"},
-    {"dump", flashpipe::tools::RunDump, "print a sparse image's header and chunks"},
+    {"dump", flashpipe::tools::RunDump, "print a sparse image's header, chunks and totals"},
 };
 
 constexpr const char* kSummary = "disk images onto storage at the speed of the storage";
