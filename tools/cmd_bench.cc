@@ -194,7 +194,7 @@ int RunBench(int argc, char** argv) {
     return s.code() == Code::kInvalidArgument ? UsageError(app, s) : ExitWith("bench", s);
   }
   // Machine-readable output on stdout moves the human text to stderr.
-  FILE* out = (f.csv == "-" || f.json == "-") ? stderr : stdout;
+  FILE* out = (f.csv == "-" || f.json == "-" || f.plot == "-") ? stderr : stdout;
   return ExitWith("bench", f.sparse.empty() ? Transfer(f, out) : Study(f, out));
 }
 
