@@ -1,6 +1,6 @@
 // Shared plumbing of the sparse subcommands (img2simg, simg2img, append2simg,
 // resparse, dump): CLI11 parsing that returns an exit status instead of
-// throwing, and opening "-" as stdin/stdout.
+// throwing, and opening "-" as stdin.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -16,9 +16,8 @@ namespace flashpipe::tools {
 // Parses argv; on --help or a usage error prints and returns the exit status.
 std::optional<int> ParseOrExit(CLI::App& app, int argc, char** argv);
 
-// "-" is stdin (a dup of it); anything else is opened read-only.
+// "-" is stdin (a dup of it); anything else is opened read-only. (The
+// converters open their files through sparse/files.h.)
 Result<UniqueFd> OpenForRead(const std::string& path);
-// "-" is stdout; anything else is created or truncated (mode 0666 & ~umask).
-Result<UniqueFd> OpenForWrite(const std::string& path);
 
 }  // namespace flashpipe::tools

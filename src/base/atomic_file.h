@@ -28,6 +28,7 @@
 
 #include <sys/types.h>
 
+#include <span>
 #include <string>
 
 #include "base/status.h"
@@ -60,16 +61,36 @@ class AtomicFile {
   // fsync, chmod, rename over final_path(), fsync of its directory.
   // Closes the descriptor. After an error the temporary file is removed.
   Status Commit();
+  // chmod, fsync and close the temporary file, without renaming it: a caller
+  // with many outputs makes each durable as soon as it is complete and keeps
+  // no descriptor open. Afterwards fd() is -1; Commit() renames.
+  Status Sync();
   // Removes the temporary file (idempotent).
   void Abort();
+
+  // Commits several outputs as one step, as far as a directory allows: each
+  // is synced first; then every rename, and the removal of each path in
+  // `remove` (unlink: a symlink goes, not its target; a missing path is
+  // fine), runs back to back with SIGINT, SIGTERM, SIGHUP and SIGQUIT held;
+  // then each directory involved is synced once. If a sync fails nothing is
+  // renamed. The renames are still separate steps: a SIGKILL or a power cut
+  // between two of them leaves some outputs new and some old.
+  static Status CommitTogether(std::span<AtomicFile> files, std::span<const std::string> remove);
 
  private:
   AtomicFile() = default;
   UniqueFd fd_;
   std::string path_, final_, temp_;
+  Status Rename();
   mode_t mode_ = 0644;
+  bool synced_ = false;
   bool done_ = true;
 };
+
+// Removes the temporary files that AtomicFile::Create(path) would leave if
+// killed, for every run whose process is gone (Create does this itself;
+// for outputs that are no longer written, such as stale resparse parts).
+void RemoveDeadTemps(const std::string& path);
 
 // Whether `path` is a regular file or does not exist yet (so an output there
 // goes through AtomicFile); false for block/character devices, fifos,

@@ -6,7 +6,6 @@
 
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <random>
 #include <string>
 #include <thread>
@@ -17,36 +16,18 @@
 #include "sparse/decode_fd.h"
 #include "sparse/expand.h"
 #include "sparse/resparse.h"
+#include "sparse/part_files.h"
 #include "testing/sparse_builder.h"
+#include "testing/temp_dir.h"
 
 namespace flashpipe::sparse {
 namespace {
 
+using testing::ReadFile;
 using testing::SparseBuilder;
+using testing::TempDir;
+using testing::WriteFile;
 namespace fs = std::filesystem;
-
-class TempDir {
- public:
-  TempDir() {
-    char t[] = "/tmp/fp_conv_XXXXXX";
-    path_ = ::mkdtemp(t);
-  }
-  ~TempDir() { fs::remove_all(path_); }
-  std::string operator/(const std::string& name) const { return path_ + "/" + name; }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
-
-void WriteFile(const std::string& path, const std::vector<uint8_t>& bytes) {
-  std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()), bytes.size());
-}
-
-std::vector<uint8_t> ReadFile(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(f), {}};
-}
 
 TEST(ResparsePlanTest, SplitsRawToFillPartsAndKeepsLimits) {
   // 40 RAW blocks of 4096 at a 50,000-byte limit: libsparse makes 4 parts.
@@ -106,19 +87,11 @@ TEST(ResparseTest, PartsOverlaidRebuildTheImage) {
       }
     }
     WriteFile(dir / "in.simg", b.Build());
-    UniqueFd in(::open((dir / "in.simg").c_str(), O_RDONLY));
     uint64_t max = 28 + 36 + 1024 + rng() % 20000;
+    auto r = ResparseToFiles(dir / "in.simg", dir / "p", max);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
     std::vector<std::string> parts;
-    std::vector<UniqueFd> fds;
-    std::vector<std::unique_ptr<FdOutput>> outs;
-    auto parts_n = Resparse(in.get(), "in.simg", max, [&](size_t i) -> Result<Output*> {
-      parts.push_back(dir / ("p." + std::to_string(i)));
-      fds.emplace_back(::open(parts.back().c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644));
-      outs.push_back(std::make_unique<FdOutput>(fds.back().get(), parts.back()));
-      return outs.back().get();
-    });
-    ASSERT_TRUE(parts_n.ok()) << parts_n.status().ToString();
-    fds.clear();
+    for (size_t i = 0; i < r->parts; ++i) parts.push_back(PartPath(dir / "p", i));
     for (const auto& p : parts) EXPECT_LE(fs::file_size(p), max) << "round " << round;
     Status s = ExpandToPath(parts, dir / "out.img", {});
     ASSERT_TRUE(s.ok()) << s.ToString();
