@@ -211,6 +211,31 @@ class HoldStopSignals {
 
 }  // namespace
 
+namespace {
+
+// Moves the existing files at `paths` (in order) to hidden names beside them
+// that RemoveStaleTemps recognises (".NAME.flashpipe-PID-old"); a missing
+// path is skipped. Renaming is quick where unlinking a large file is not, so
+// the window in which a set is half switched stays short. On failure the
+// files already moved are put back.
+Result<std::vector<std::pair<std::string, std::string>>> MoveAside(const std::vector<std::string>& paths) {
+  std::vector<std::pair<std::string, std::string>> moved;  // (hidden, original)
+  for (const std::string& path : paths) {
+    std::string hidden = fmt::format("{}/{}{}-old", DirName(path), TempPrefix(path), ::getpid());
+    if (::rename(path.c_str(), hidden.c_str()) == 0) {
+      moved.emplace_back(std::move(hidden), path);
+      continue;
+    }
+    if (errno == ENOENT) continue;
+    Status s = ErrnoError(fmt::format("move {} aside (nothing was changed)", path));
+    for (auto it = moved.rbegin(); it != moved.rend(); ++it) (void)!::rename(it->first.c_str(), it->second.c_str());
+    return s;
+  }
+  return moved;
+}
+
+}  // namespace
+
 Status AtomicFile::CommitTogether(std::span<AtomicFile> files, std::span<const std::string> remove) {
   auto abort_all = [&files](Status s) {
     for (AtomicFile& f : files) f.Abort();
@@ -219,21 +244,25 @@ Status AtomicFile::CommitTogether(std::span<AtomicFile> files, std::span<const s
   for (AtomicFile& f : files) {
     if (Status s = f.Sync(); !s.ok()) return abort_all(s);
   }
-  std::vector<std::string> dirs;
+  std::vector<std::string> old;  // files[0]'s first: from then on the set is absent
+  for (const AtomicFile& f : files) old.push_back(f.final_);
+  old.insert(old.end(), remove.begin(), remove.end());
+  std::vector<std::pair<std::string, std::string>> moved;
   {
     HoldStopSignals hold;
-    for (size_t i = 0; i < files.size(); ++i) {
+    auto aside = MoveAside(old);
+    if (!aside.ok()) return abort_all(aside.status());
+    moved = std::move(aside).value();
+    for (size_t i = files.size(); i-- > 0;) {
       if (Status s = files[i].Rename(); !s.ok()) {
-        return abort_all(Status(s.code(), fmt::format("{} ({} of {} outputs were already in place)", s.message(), i,
-                                                      files.size()), s.sys_errno()));
+        return abort_all(Status(s.code(), fmt::format("{} ({} of {} outputs were already in place)", s.message(),
+                                                      files.size() - 1 - i, files.size()), s.sys_errno()));
       }
-      dirs.push_back(DirName(files[i].final_));
-    }
-    for (const std::string& path : remove) {
-      if (::unlink(path.c_str()) != 0 && errno != ENOENT) return ErrnoError(fmt::format("remove {}", path));
-      dirs.push_back(DirName(path));
     }
   }
+  for (const auto& m : moved) ::unlink(m.first.c_str());
+  std::vector<std::string> dirs;
+  for (const std::string& path : old) dirs.push_back(DirName(path));
   std::sort(dirs.begin(), dirs.end());
   dirs.erase(std::unique(dirs.begin(), dirs.end()), dirs.end());
   for (const std::string& dir : dirs) FP_RETURN_IF_ERROR(SyncDirectory(dir));

@@ -68,13 +68,17 @@ class AtomicFile {
   // Removes the temporary file (idempotent).
   void Abort();
 
-  // Commits several outputs as one step, as far as a directory allows: each
-  // is synced first; then every rename, and the removal of each path in
-  // `remove` (unlink: a symlink goes, not its target; a missing path is
-  // fine), runs back to back with SIGINT, SIGTERM, SIGHUP and SIGQUIT held;
-  // then each directory involved is synced once. If a sync fails nothing is
-  // renamed. The renames are still separate steps: a SIGKILL or a power cut
-  // between two of them leaves some outputs new and some old.
+  // Commits a set of outputs that only make sense together (resparse's
+  // parts), as far as a directory allows. Each is synced first; if one
+  // fails nothing changes. Then, with SIGINT, SIGTERM, SIGHUP and SIGQUIT
+  // held: the existing file of files[0], then those of the others, then each
+  // path in `remove` are renamed aside (a symlink in `remove` goes, not its
+  // target), and the files are renamed into place in reverse order, files[0]
+  // last; the old files are unlinked after that. So files[0] is present only
+  // when the whole new set is: a SIGKILL or a power cut in the middle (a
+  // window of a few renames) leaves no files[0] and, of the rest, only old
+  // files or only new ones; the old files moved aside are temps of a dead
+  // run for the next AtomicFile. Then each directory involved is synced once.
   static Status CommitTogether(std::span<AtomicFile> files, std::span<const std::string> remove);
 
  private:
