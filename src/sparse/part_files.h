@@ -12,10 +12,12 @@
 // place, so `simg2img PREFIX.*` never mixes two runs.
 //
 // Each part is written to its own AtomicFile temp and synced as soon as it is
-// complete; only when all are complete are they renamed, back to back
-// (AtomicFile::CommitTogether). A failure (ENOSPC, a read error) leaves the
-// old parts as they were and no temp. The temps a killed run left for any
-// PREFIX.N are removed first.
+// complete; only when all are complete does the set switch, in a few renames
+// (AtomicFile::CommitTogether): old and stale parts are moved aside, the new
+// parts renamed in with PREFIX.0 last, so a kill in between leaves no
+// PREFIX.0 rather than a mix of two runs. A failure (ENOSPC, a read error)
+// leaves the old parts as they were and no temp. The temps a killed run left
+// for any PREFIX.N are removed first.
 #pragma once
 
 #include <cstdint>
