@@ -4,6 +4,7 @@
 #include "base/units.h"
 #include "sparse/part_files.h"
 #include "tools/commands.h"
+#include "tools/flags.h"
 #include "tools/sparse_tools.h"
 
 namespace flashpipe::tools {
@@ -28,14 +29,14 @@ int RunResparse(int argc, char** argv) {
                "All parts are written to temp files and renamed into place together when all are complete;\n"
                "parts OUT_PREFIX.N left by an earlier run with more parts are removed in the same step.\n"
                "A symlinked part is written through; no part may be the input.",
-               "resparse"};
+               CommandName(argv[0])};
   std::string in, prefix, max_text;
   app.add_option("--max-size,-m", max_text, "largest part in bytes (K/M/G suffixes: 2^10..)")->required();
   app.add_option("IN", in, "sparse image (a file)")->required();
   app.add_option("OUT_PREFIX", prefix, "parts are written to OUT_PREFIX.0, OUT_PREFIX.1, ...")->required();
   if (auto code = ParseOrExit(app, argc, argv)) return *code;
   auto max = ParseSize(max_text);
-  if (!max.ok()) return ExitWith("resparse", max.status());
+  if (!max.ok()) return UsageError(app, max.status());
   return ExitWith("resparse", Resparse(in, prefix, *max));
 }
 
