@@ -261,7 +261,8 @@ Result<std::string> Session::DoDownload(const std::string& arg) {
     Status limit = now >= deadline_ ? Expired() : floor.Check(device_->download_received(), now);
     if (!limit.ok()) {
       device_->AbortDownload();
-      return EndSession(limit.WithContext(fmt::format("download at byte {} of {}", device_->download_received(), size)));
+      uint64_t at = device_->download_received();
+      return EndSession(limit.WithContext(fmt::format("download at byte {} of {}", at, size)));
     }
     transport_->set_deadline(std::min(deadline_, floor.next_check()));
     auto n = transport_->ReadData(device_->DownloadWindow());
@@ -375,7 +376,8 @@ Result<std::string> Session::DoOem(const std::string& arg) {
   std::vector<std::string> words = SplitWords(arg);
   if (words.empty()) return InvalidArgument("oem: missing command");
   const DeviceConfig& config = device_->config();
-  auto oem = std::find_if(config.oem.begin(), config.oem.end(), [&](const OemCommand& c) { return c.name == words[0]; });
+  auto oem = std::find_if(config.oem.begin(), config.oem.end(),
+                          [&](const OemCommand& c) { return c.name == words[0]; });
   if (oem == config.oem.end()) return Unsupported(fmt::format("oem {}: not configured", words[0].substr(0, 40)));
   if (device_->state().locked() && !oem->allowed_locked) return Locked(fmt::format("oem {}", oem->name));
   std::vector<std::string> args(words.begin() + 1, words.end());
@@ -385,14 +387,20 @@ Result<std::string> Session::DoOem(const std::string& arg) {
     for (const auto& piece : SplitForInfo(line)) (void)SendInfo(piece);
   };
   FP_ASSIGN_OR_RETURN(HookResult r, RunHook(oem->command, oem->name, args, limits, to_client));
-  if (r.cancelled && transport_error_.ok()) transport_error_ = Cancelled(fmt::format("client gone during oem {}", oem->name));
+  if (r.cancelled && transport_error_.ok()) {
+    transport_error_ = Cancelled(fmt::format("client gone during oem {}", oem->name));
+  }
   if (!transport_error_.ok()) return transport_error_;
-  if (r.dropped_bytes > 0) (void)SendInfo(fmt::format("oem {}: {} more bytes of output dropped", oem->name, r.dropped_bytes));
+  if (r.dropped_bytes > 0) {
+    (void)SendInfo(fmt::format("oem {}: {} more bytes of output dropped", oem->name, r.dropped_bytes));
+  }
   if (r.timed_out) {
     log::Warn("{}: oem {} killed after {} ms", transport_->peer(), oem->name, config.hook_timeout.count());
     return TimedOut(fmt::format("oem {}: killed after {} s", oem->name, config.hook_timeout.count() / 1000));
   }
-  if (r.exit_status != 0) return Status(Code::kIoError, fmt::format("oem {}: exit status {}", oem->name, r.exit_status));
+  if (r.exit_status != 0) {
+    return Status(Code::kIoError, fmt::format("oem {}: exit status {}", oem->name, r.exit_status));
+  }
   return std::string();
 }
 

@@ -114,7 +114,9 @@ void PersistentState::LockedBecause(std::string why) {
 
 // Any problem with the content means locked, with a warning that says why.
 void PersistentState::Parse(std::string_view text) {
-  if (text.size() > kMaxStateFile) return LockedBecause(fmt::format("state file {} is over {} bytes", path_, kMaxStateFile));
+  if (text.size() > kMaxStateFile) {
+    return LockedBecause(fmt::format("state file {} is over {} bytes", path_, kMaxStateFile));
+  }
   if (text.empty()) return LockedBecause(fmt::format("state file {} is empty", path_));
   struct Key {
     std::string_view name;
