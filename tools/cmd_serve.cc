@@ -34,6 +34,9 @@ struct ServeOptions {
   std::string state;
   std::vector<std::string> oem;
   std::string backend = "auto";
+  std::string write_model;     // --write-model
+  uint32_t bounce_blocks = 0;  // hidden alias: --bounce-blocks N = --write-model bounce:N
+  bool discard_writes = false; // hidden alias: --discard-writes = --write-model discard
   unsigned idle_timeout_s = 600;
   DeviceConfig device;
   WriteOptions write;
@@ -67,6 +70,16 @@ Result<std::unique_ptr<Storage>> OpenStorage(const ServeOptions& o) {
   return Storage::OpenSpecs(specs, o.write);
 }
 
+// --write-model, or one of its older spellings.
+Result<io::WriteModel> WriteModelOf(const ServeOptions& o) {
+  if (!o.write_model.empty() + (o.bounce_blocks != 0) + o.discard_writes > 1) {
+    return InvalidArgument("give one of --write-model, --bounce-blocks, --discard-writes");
+  }
+  if (o.bounce_blocks != 0) return io::WriteModel{io::WriteModelKind::kBounce, o.bounce_blocks};
+  if (o.discard_writes) return io::WriteModel{io::WriteModelKind::kDiscard};
+  return io::ParseWriteModel(o.write_model.empty() ? "pipelined" : o.write_model);
+}
+
 Status ParseConfig(ServeOptions* o) {
   FP_ASSIGN_OR_RETURN(uint64_t mds, ParseSize(o->max_download));
   if (mds < 4096 || mds > 0xFFFFF000u) {
@@ -74,6 +87,7 @@ Status ParseConfig(ServeOptions* o) {
   }
   o->device.max_download_size = static_cast<uint32_t>(mds);
   FP_ASSIGN_OR_RETURN(o->write.backend, io::ParseBackend(o->backend));
+  FP_ASSIGN_OR_RETURN(o->write.model, WriteModelOf(*o));
   for (const auto& text : o->oem) {
     size_t eq = text.find('=');
     if (eq == std::string::npos || eq == 0) return InvalidArgument(fmt::format("--oem '{}': expected NAME=COMMAND", text));
@@ -175,9 +189,18 @@ int RunServe(int argc, char** argv) {
       ->check(CLI::Range(1u, 256u));
   app.add_option("--request-size", o.write.request_size,
                  "writer request size in bytes, a multiple of 4096 up to 64M (default from device)");
-  app.add_option("--bounce-blocks", o.write.bounce_blocks,
-                 "benchmark model: write through a bounce buffer of N 512-byte blocks, one request at a time");
-  app.add_flag("--discard-writes", o.write.discard_writes, "benchmark model: validate images, write nothing");
+  app.add_option("--write-model", o.write_model,
+                 "pipelined (default) | bounce:N | discard. Benchmark models: bounce:N writes like U-Boot's "
+                 "sparse writer (RAW through a bounce buffer of N logical blocks, one blocking request at a time; "
+                 "N was 100 before U-Boot b1aade87ca1, 16384 after); discard validates and writes nothing")
+      ->check([](const std::string& text) {
+        auto m = io::ParseWriteModel(text);
+        return m.ok() ? std::string() : m.status().message();
+      });
+  // Older spellings, kept for scripts: not in --help.
+  app.add_option("--bounce-blocks", o.bounce_blocks, "= --write-model bounce:N")
+      ->check(CLI::Range(1u, io::kMaxBounceBlocks))->group("");
+  app.add_flag("--discard-writes", o.discard_writes, "= --write-model discard")->group("");
   app.add_flag("--force", o.write.force, "open block devices even when in use");
   app.add_option("--idle-timeout", o.idle_timeout_s, "seconds a TCP client may stay silent (default 600)");
   app.add_flag("-v,--verbose", o.device.verbose, "log every command");

@@ -9,10 +9,10 @@
 // against the partition's window; Erase checks its ranges itself. Nothing
 // is ever issued outside the partition, whatever the image says.
 //
-// WriteOptions also selects two models used by the benchmark: bounce_blocks
-// (write RAW and FILL data through a small bounce buffer one synchronous
-// request at a time, U-Boot's behaviour before b1aade87ca1) and
-// discard_writes (validate only, write nothing: the cost of the transfer).
+// WriteOptions.model says which io::WriteSink writes: the pipelined engine
+// (default), or one of the models the benchmark compares it with, bounce:N
+// (U-Boot's sparse writer) and discard (validate only, write nothing: the
+// cost of the transfer); see io/write_model.h.
 // Thread-compatible: one Write/Erase at a time.
 #pragma once
 
@@ -29,6 +29,7 @@
 #include "io/image_writer.h"
 #include "io/io_queue.h"
 #include "io/target.h"
+#include "io/write_model.h"
 
 namespace flashpipe::fastboot {
 
@@ -53,8 +54,7 @@ struct WriteOptions {
   io::Backend backend = io::Backend::kAuto;
   unsigned queue_depth = 0;     // 0 = the writer's default
   uint64_t request_size = 0;    // 0 = the writer's default
-  uint32_t bounce_blocks = 0;   // > 0: the bounce-buffer model (512-byte blocks)
-  bool discard_writes = false;  // validate only
+  io::WriteModel model;         // pipelined unless a benchmark asks otherwise
   bool force = false;           // open block devices even when in use
 };
 
