@@ -20,6 +20,7 @@
 #include "fastboot/tcp.h"
 #include "fastboot/udp.h"
 #include "tools/commands.h"
+#include "tools/flags.h"
 
 namespace flashpipe::tools {
 namespace {
@@ -33,7 +34,7 @@ struct ServeOptions {
   std::string max_download = "256M";
   std::string state;
   std::vector<std::string> oem;
-  std::string backend = "auto";
+  WriterFlags writer;
   std::string write_model;     // --write-model
   uint32_t bounce_blocks = 0;  // hidden alias: --bounce-blocks N = --write-model bounce:N
   bool discard_writes = false; // hidden alias: --discard-writes = --write-model discard
@@ -75,8 +76,8 @@ Result<io::WriteModel> WriteModelOf(const ServeOptions& o) {
   if (!o.write_model.empty() + (o.bounce_blocks != 0) + o.discard_writes > 1) {
     return InvalidArgument("give one of --write-model, --bounce-blocks, --discard-writes");
   }
-  if (o.bounce_blocks != 0) return io::WriteModel{io::WriteModelKind::kBounce, o.bounce_blocks};
-  if (o.discard_writes) return io::WriteModel{io::WriteModelKind::kDiscard};
+  if (o.bounce_blocks != 0) return io::ParseWriteModel(fmt::format("bounce:{}", o.bounce_blocks));
+  if (o.discard_writes) return io::ParseWriteModel("discard");
   return io::ParseWriteModel(o.write_model.empty() ? "pipelined" : o.write_model);
 }
 
@@ -86,8 +87,6 @@ Status ParseConfig(ServeOptions* o) {
     return InvalidArgument(fmt::format("--max-download-size {} outside [4096, 0xfffff000]", mds));
   }
   o->device.max_download_size = static_cast<uint32_t>(mds);
-  FP_ASSIGN_OR_RETURN(o->write.backend, io::ParseBackend(o->backend));
-  FP_ASSIGN_OR_RETURN(o->write.model, WriteModelOf(*o));
   for (const auto& text : o->oem) {
     size_t eq = text.find('=');
     if (eq == std::string::npos || eq == 0) return InvalidArgument(fmt::format("--oem '{}': expected NAME=COMMAND", text));
@@ -159,7 +158,7 @@ Status Serve(ServeOptions o) {
 
 int RunServe(int argc, char** argv) {
   CLI::App app{"fastboot device daemon: the AOSP fastboot client flashes a GPT disk or named partitions "
-               "over TCP and UDP", "serve"};
+               "over TCP and UDP", CommandName(argv[0])};
   ServeOptions o;
   app.add_option("--storage", o.storage, "block device or disk image with a GPT");
   app.add_option("--partition", o.partitions, "NAME=PATH[:OFFSET:SIZE], repeatable (A/B: NAME_a, NAME_b)");
@@ -184,34 +183,26 @@ int RunServe(int argc, char** argv) {
                  "NAME: a critical partition (NAME, NAME_a, NAME_b), repeatable: flash and erase refuse it until "
                  "'fastboot flashing unlock_critical'");
   app.add_flag("--no-unlock", [&o](int64_t) { o.device.unlock_allowed = false; }, "refuse 'flashing unlock'");
-  app.add_option("--backend", o.backend, "auto|io_uring|threads|sync");
-  app.add_option("--queue-depth", o.write.queue_depth, "writer queue depth, 1..256 (default 4)")
-      ->check(CLI::Range(1u, 256u));
-  app.add_option("--request-size", o.write.request_size,
-                 "writer request size in bytes, a multiple of 4096 up to 64M (default from device)");
+  AddWriterFlags(app, o.writer);
   app.add_option("--write-model", o.write_model,
                  "pipelined (default) | bounce:N | discard. Benchmark models: bounce:N writes like U-Boot's "
                  "sparse writer (RAW through a bounce buffer of N logical blocks, one blocking request at a time; "
-                 "N was 100 before U-Boot b1aade87ca1, 16384 after); discard validates and writes nothing")
-      ->check([](const std::string& text) {
-        auto m = io::ParseWriteModel(text);
-        return m.ok() ? std::string() : m.status().message();
-      });
+                 "N was 100 before U-Boot b1aade87ca1, 16384 after); discard validates and writes nothing");
   // Older spellings, kept for scripts: not in --help.
-  app.add_option("--bounce-blocks", o.bounce_blocks, "= --write-model bounce:N")
-      ->check(CLI::Range(1u, io::kMaxBounceBlocks))->group("");
+  app.add_option("--bounce-blocks", o.bounce_blocks, "= --write-model bounce:N")->group("");
   app.add_flag("--discard-writes", o.discard_writes, "= --write-model discard")->group("");
   app.add_flag("--force", o.write.force, "open block devices even when in use");
   app.add_option("--idle-timeout", o.idle_timeout_s, "seconds a TCP client may stay silent (default 600)");
   app.add_flag("-v,--verbose", o.device.verbose, "log every command");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  }
-  if (o.write.request_size != 0) {
-    if (Status st = io::CheckRequestSize(o.write.request_size); !st.ok()) return ExitWith("serve", st);
-  }
+  if (auto code = ParseOrExit(app, argc, argv)) return *code;
+  auto writer = ParseWriterFlags(o.writer);
+  if (!writer.ok()) return UsageError(app, writer.status());
+  o.write.backend = writer->backend;
+  o.write.queue_depth = writer->queue_depth;
+  o.write.request_size = writer->request_size;
+  auto model = WriteModelOf(o);
+  if (!model.ok()) return UsageError(app, model.status());
+  o.write.model = *model;
   return ExitWith("serve", Serve(std::move(o)));
 }
 

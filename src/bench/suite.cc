@@ -130,6 +130,7 @@ Result<std::vector<StudyResult>> RunSparseStudy(BenchTarget& t, const ImageSumma
   variants.push_back(pipelined);
   io::WriterOptions wo;
   wo.queue_depth = o.queue_depth;
+  wo.request_size = o.request_size;
   std::vector<StudyResult> results;
   for (const StudyVariant& v : variants) {
     std::fprintf(out, "running %s ...\n", VariantLabel(v).c_str());
