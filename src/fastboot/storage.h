@@ -5,14 +5,13 @@
 // Partitions come from a disk's GPT (OpenGpt) or from NAME=PATH[:OFFSET:SIZE]
 // specs (OpenSpecs); each distinct path is opened once (exclusively, O_DIRECT
 // where possible) with one IoQueue, and each partition is a window on it.
-// Every write goes through io::ImageWriter, which bounds-checks each op
-// against the partition's window; Erase checks its ranges itself. Nothing
-// is ever issued outside the partition, whatever the image says.
-//
-// WriteOptions.model says which io::WriteSink writes: the pipelined engine
-// (default), or one of the models the benchmark compares it with, bounce:N
-// (U-Boot's sparse writer) and discard (validate only, write nothing: the
-// cost of the transfer); see io/write_model.h.
+// Every write goes through an io::WriteSink whose window is the partition:
+// the pipelined engine (io::ImageWriter, the default), or a model the
+// benchmark compares it with, chosen by WriteOptions.model (bounce:N, U-Boot's
+// sparse writer; discard, validate only: the cost of the transfer; see
+// io/write_model.h). Each bounds-checks every op against the window; Erase
+// checks its ranges itself. Nothing is ever issued outside the partition,
+// whatever the image says.
 // Thread-compatible: one Write/Erase at a time.
 #pragma once
 
