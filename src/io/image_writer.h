@@ -1,5 +1,6 @@
-// ImageWriter: the pipelined engine. A sparse::Sink that turns the decoder's
-// events into large aligned requests on one or more devices at once.
+// ImageWriter: the pipelined engine. A WriteSink (io/write_sink.h) that turns
+// the decoder's events into large aligned requests on one or more devices at
+// once.
 //
 // RAW bytes are copied into a bounded pool of aligned buffers (or read there
 // straight from a seekable source with WriteRawFromFd, or, with borrow_raw,
@@ -31,6 +32,7 @@
 #include "base/status.h"
 #include "io/io_queue.h"
 #include "io/target.h"
+#include "io/write_sink.h"
 #include "sparse/sink.h"
 
 namespace flashpipe::io {
@@ -55,6 +57,9 @@ struct Device {
   int file_fd = -1;
 };
 Device DeviceFor(const Target& target, IoQueue* queue);
+// OK when image bytes [offset, offset+length) lie inside the device's window
+// (window_size 0: up to the end of the geometry); else kNoSpace naming both.
+Status CheckInWindow(const Device& device, uint64_t offset, uint64_t length);
 
 struct WriterOptions {
   uint64_t request_size = 0;  // 0 = from geometry (optimal_io or max_request, >= 1 MiB)
@@ -85,18 +90,7 @@ struct WriterOptions {
 // A request size a user may ask for: a multiple of 4 KiB, 4 KiB to 64 MiB.
 Status CheckRequestSize(uint64_t bytes);
 
-struct WriteStats {
-  uint64_t image_size = 0;
-  uint64_t bytes_written = 0;    // data bytes sent to the device (per device)
-  uint64_t bytes_borrowed = 0;   // of which written from the caller's memory (borrow_raw)
-  uint64_t bytes_zeroed = 0;     // by zeroout / holes
-  uint64_t bytes_discarded = 0;
-  uint64_t bytes_skipped = 0;    // DONT_CARE left alone
-  uint64_t requests = 0;
-  bool verified = false;         // verify ran and matched
-};
-
-class ImageWriter : public sparse::Sink {
+class ImageWriter final : public WriteSink {
  public:
   static Result<std::unique_ptr<ImageWriter>> Create(std::vector<Device> devices,
                                                      const WriterOptions& options);
@@ -115,8 +109,8 @@ class ImageWriter : public sparse::Sink {
 
   // Drain, first block last, fdatasync each device (unless !sync), verify.
   // Call once.
-  Status Finish();
-  const WriteStats& stats() const;
+  Status Finish() override;
+  const WriteStats& stats() const override;
 
  private:
   ImageWriter();

@@ -56,6 +56,16 @@ Device DeviceFor(const Target& target, IoQueue* queue) {
   return d;
 }
 
+Status CheckInWindow(const Device& device, uint64_t offset, uint64_t length) {
+  uint64_t start = std::min(device.window_offset, device.geometry.size);
+  uint64_t window = device.window_size != 0 ? device.window_size : device.geometry.size - start;
+  if (offset > window || length > window - offset) {
+    return NoSpace(fmt::format("{}: write at image offset 0x{:x}+{} is outside the window ({} bytes)",
+                               device.name, offset, length, window));
+  }
+  return Status::Ok();
+}
+
 Status CheckRequestSize(uint64_t bytes) {
   if (bytes < 4096 || bytes > 64 * kMiB || bytes % 4096 != 0) {
     return InvalidArgument(fmt::format("request size {} must be a multiple of 4096 from 4K to 64M", bytes));
