@@ -2,11 +2,15 @@
 // input offset, output offset, type, blocks, bytes, FILL pattern, CRC values)
 // as a table or JSON. An invalid image is dumped up to the error, which is
 // then reported (and the exit status is 1).
+#include <unistd.h>
+
 #include <cstdio>
 #include <string>
 
+#include "base/atomic_file.h"
 #include "sparse/decode_fd.h"
 #include "tools/commands.h"
+#include "tools/flags.h"
 #include "tools/sparse_tools.h"
 
 namespace flashpipe::tools {
@@ -92,19 +96,29 @@ class DumpSink : public sparse::NullSink {
 }  // namespace
 
 int RunDump(int argc, char** argv) {
-  CLI::App app{"Print a sparse image's header and chunks", "dump"};
-  std::string path;
-  bool json = false, no_crc = false;
-  app.add_flag("--json", json, "JSON instead of a table");
+  CLI::App app{"Print a sparse image's header and chunks", CommandName(argv[0])};
+  std::string path, json_path;
+  bool no_crc = false;
+  AddJsonFlag(app, json_path, "the header and chunks");
   app.add_flag("--no-crc-check", no_crc, "do not verify CRC32 chunks");
   app.add_option("SPARSE", path, "sparse image, - for stdin")->required();
   if (auto code = ParseOrExit(app, argc, argv)) return *code;
   auto fd = OpenForRead(path);
   if (!fd.ok()) return ExitWith("dump", fd.status());
+  const bool json = !json_path.empty();
+  std::optional<AtomicFile> json_file;  // --json=FILE: stdout goes to FILE, whole or not at all
+  if (json && json_path != "-") {
+    auto f = AtomicFile::Create(json_path);
+    if (!f.ok()) return ExitWith("dump", f.status());
+    std::fflush(stdout);
+    if (::dup2(f->fd(), STDOUT_FILENO) < 0) return ExitWith("dump", ErrnoError("redirect stdout to " + json_path));
+    json_file.emplace(std::move(*f));
+  }
   DumpSink sink(json);
   Status s = sparse::DecodeFd(fd->get(), sink, {.check_crc = !no_crc}, path);
   sink.End(s);
-  std::fflush(stdout);
+  if (std::fflush(stdout) != 0 && s.ok()) s = ErrnoError("write stdout");
+  if (json_file && s.ok()) s = json_file->Commit();
   if (!s.ok() && s.code() == Code::kCorrupt) s = s.WithContext(path);
   return ExitWith("dump", s);
 }

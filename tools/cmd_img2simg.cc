@@ -5,6 +5,7 @@
 #include "base/units.h"
 #include "sparse/encoder.h"
 #include "tools/commands.h"
+#include "tools/flags.h"
 #include "tools/sparse_tools.h"
 
 namespace flashpipe::tools {
@@ -25,7 +26,7 @@ Status Img2simg(const std::string& in_path, const std::string& out_path, const s
 }  // namespace
 
 int RunImg2simg(int argc, char** argv) {
-  CLI::App app{"Convert a raw image to an Android sparse image (AOSP img2simg compatible)", "img2simg"};
+  CLI::App app{"Convert a raw image to an Android sparse image (AOSP img2simg compatible)", CommandName(argv[0])};
   std::string in, out, block_text = "4096", block_pos;
   sparse::EncoderOptions o;
   app.add_flag("-s", o.holes, "map holes of the input (SEEK_DATA/SEEK_HOLE) to DONT_CARE");
@@ -36,9 +37,9 @@ int RunImg2simg(int argc, char** argv) {
   app.add_option("BLOCK_SIZE", block_pos, "block size (AOSP positional form)");
   if (auto code = ParseOrExit(app, argc, argv)) return *code;
   auto blk = ParseSize(block_pos.empty() ? block_text : block_pos);
-  if (!blk.ok()) return ExitWith("img2simg", blk.status());
+  if (!blk.ok()) return UsageError(app, blk.status());
   if (*blk == 0 || *blk % 4 != 0 || *blk > UINT32_MAX) {
-    return ExitWith("img2simg", InvalidArgument(fmt::format("block size {} is not a non-zero multiple of 4", *blk)));
+    return UsageError(app, InvalidArgument(fmt::format("block size {} is not a non-zero multiple of 4", *blk)));
   }
   o.block_size = static_cast<uint32_t>(*blk);
   return ExitWith("img2simg", Img2simg(in, out, o));

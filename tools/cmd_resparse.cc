@@ -6,6 +6,7 @@
 #include "base/units.h"
 #include "sparse/resparse.h"
 #include "tools/commands.h"
+#include "tools/flags.h"
 #include "tools/sparse_tools.h"
 
 namespace flashpipe::tools {
@@ -34,14 +35,14 @@ Status Resparse(const std::string& in_path, const std::string& prefix, uint64_t 
 }  // namespace
 
 int RunResparse(int argc, char** argv) {
-  CLI::App app{"Split a sparse image into complete sparse images of at most N bytes each", "resparse"};
+  CLI::App app{"Split a sparse image into complete sparse images of at most N bytes each", CommandName(argv[0])};
   std::string in, prefix, max_text;
   app.add_option("--max-size,-m", max_text, "largest part in bytes (K/M/G suffixes: 2^10..)")->required();
   app.add_option("IN", in, "sparse image (a file)")->required();
   app.add_option("OUT_PREFIX", prefix, "parts are written to OUT_PREFIX.0, OUT_PREFIX.1, ...")->required();
   if (auto code = ParseOrExit(app, argc, argv)) return *code;
   auto max = ParseSize(max_text);
-  if (!max.ok()) return ExitWith("resparse", max.status());
+  if (!max.ok()) return UsageError(app, max.status());
   return ExitWith("resparse", Resparse(in, prefix, *max));
 }
 

@@ -11,8 +11,6 @@
 
 namespace {
 
-using flashpipe::tools::ExitWith;
-
 struct Command {
   const char* name;
   int (*run)(int, char**);
@@ -35,6 +33,7 @@ void Usage(FILE* out) {
                     "usage: flashpipe COMMAND [ARGS...]   (flashpipe COMMAND --help for details)\n\n"
                     "commands:\n", FLASHPIPE_VERSION);
   for (const auto& c : kCommands) std::fprintf(out, "  %-12s %s\n", c.name, c.help);
+  std::fprintf(out, "\nexit status: 0 done, 1 failed, 2 usage error\n");
 }
 
 const Command* Find(std::string_view name) {
@@ -43,10 +42,6 @@ const Command* Find(std::string_view name) {
   }
   return nullptr;
 }
-
-}  // namespace
-
-namespace {
 
 int Dispatch(int argc, char** argv) {
   std::string_view self = argv[0];

@@ -5,15 +5,6 @@
 
 namespace flashpipe::tools {
 
-std::optional<int> ParseOrExit(CLI::App& app, int argc, char** argv) {
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  }
-  return std::nullopt;
-}
-
 Result<UniqueFd> OpenForRead(const std::string& path) {
   if (path == "-") return UniqueFd(::dup(STDIN_FILENO));
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));

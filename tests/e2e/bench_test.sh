@@ -23,7 +23,7 @@ LINE='^Transfer of [0-9]+ x [0-9]+ sectors \([0-9]+ x [0-9]+(\.5)? KiB\) took [0
 step "every mode on a blank loop device (direct I/O)"
 truncate -s 64M "$work/blank.img"
 attach --direct-io=on "$work/blank.img"; L=$DEV
-timeout 300 "$FP" bench "$L" --total 8M --sizes 4k,64k,1M --csv "$work/out.csv" --json "$work/out.json" \
+timeout 300 "$FP" bench "$L" --total 8M --sizes 4k,64k,1M --csv "$work/out.csv" --json="$work/out.json" \
   --plot "$work/plot.svg" >"$work/out.txt"
 cat "$work/out.txt"
 [ "$(grep -cE "$LINE" "$work/out.txt")" -eq 18 ] || fail "want 18 mmc_test lines (2 directions x 3 modes x 3 sizes)"
@@ -86,7 +86,7 @@ grep -q "read-ahead: BLKRAGET [0-9]* sectors" "$work/ra.txt" || { cat "$work/ra.
 
 step "simulated eMMC: figures match the model"
 timeout 120 "$FP" bench sim:size=8G,bw=45M,cmd_us=300 --sizes 4k,1M --total 16M --prep spin:200 --tests write \
-  --modes blocking,non-blocking --json "$work/sim.json" >/dev/null 2>"$work/sim.txt"
+  --modes blocking,non-blocking --json="$work/sim.json" >/dev/null 2>"$work/sim.txt"
 python3 - "$work/sim.json" <<'PY'
 import json, math, sys
 rs = json.load(open(sys.argv[1]))["results"]
