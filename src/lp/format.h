@@ -1,7 +1,7 @@
 // The liblp ("logical partitions") metadata format of Android's `super`
 // partition: constants, the on-disk structs and where each copy lives. The
-// rules flashpipe enforces are in docs/lp_format.md; this file only names the
-// fields. Every field is little-endian; structs are parsed and serialized
+// rules flashpipe enforces are in docs/lp_format.md (the field tables are
+// there too); this file only names the fields. Every field is little-endian; structs are parsed and serialized
 // field by field (base/endian.h), never by casting a byte pointer.
 //
 // Layout of a super partition (byte offsets):
