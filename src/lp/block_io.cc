@@ -33,8 +33,7 @@ Result<FdBlockIo> FdBlockIo::Whole(int fd, std::string name, bool writable) {
 
 Status FdBlockIo::Read(uint64_t offset, std::span<uint8_t> out) {
   FP_RETURN_IF_ERROR(CheckRange(name_, size_, offset, out.size()));
-  Status s = PreadExact(fd_, out, base_ + offset, name_);
-  return s;
+  return PreadExact(fd_, out, base_ + offset, name_);
 }
 
 Status FdBlockIo::Write(uint64_t offset, std::span<const uint8_t> data) {

@@ -33,6 +33,7 @@ Status ExtentSink::Map(uint64_t offset, uint64_t length, F f) {
     return NoSpace(fmt::format("{}: {} bytes at image byte 0x{:x} run past the partition's {} bytes", what_, length,
                                offset, capacity_));
   }
+  if (length == 0) return Status::Ok();
   auto it = std::upper_bound(pieces_.begin(), pieces_.end(), offset,
                              [](uint64_t o, const Piece& p) { return o < p.image_offset; });
   uint64_t done = 0;

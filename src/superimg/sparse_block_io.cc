@@ -17,34 +17,32 @@ namespace {
 // Records chunks as runs; never reads a payload.
 class IndexSink : public input::ImageSink {
  public:
-  std::vector<SparseBlockIo::Run>* runs;
-  Status status;
+  explicit IndexSink(std::vector<SparseBlockIo::Run>* runs) : runs_(runs) {}
+  uint64_t size() const { return size_; }
 
+  Status OnHeader(const sparse::FileHeader& h) override {
+    blk_ = h.blk_sz;
+    size_ = h.image_size();
+    return Status::Ok();
+  }
   Status OnRaw(uint64_t, std::span<const uint8_t>) override { return Status::Ok(); }
   Status OnFill(uint64_t, uint64_t, uint32_t) override { return Status::Ok(); }
   Status OnSkip(uint64_t, uint64_t) override { return Status::Ok(); }
   Result<uint32_t> RawFromFd(uint64_t, int, uint64_t, uint64_t) override { return 0u; }
   Status OnChunk(const sparse::ChunkInfo& c) override {
     if (c.type == sparse::kChunkCrc32 || c.blocks == 0) return Status::Ok();
-    SparseBlockIo::Run r{c.output_offset, uint64_t{c.blocks} * blk, c.type, c.payload_offset, c.value};
-    if (!runs->empty() && Extends(runs->back(), r)) {
-      runs->back().length += r.length;
+    SparseBlockIo::Run r{c.output_offset, uint64_t{c.blocks} * blk_, c.type, c.payload_offset, c.value};
+    if (!runs_->empty() && Extends(runs_->back(), r)) {
+      runs_->back().length += r.length;
       return Status::Ok();
     }
-    if (runs->size() == SparseBlockIo::kMaxRuns) {
+    if (runs_->size() == SparseBlockIo::kMaxRuns) {
       return Unsupported(fmt::format("more than {} runs of chunks: too fragmented to read at random",
                                      SparseBlockIo::kMaxRuns));
     }
-    runs->push_back(r);
+    runs_->push_back(r);
     return Status::Ok();
   }
-  Status OnHeader(const sparse::FileHeader& h) override {
-    blk = h.blk_sz;
-    size = h.image_size();
-    return Status::Ok();
-  }
-  uint32_t blk = 0;
-  uint64_t size = 0;
 
  private:
   static bool Extends(const SparseBlockIo::Run& a, const SparseBlockIo::Run& b) {
@@ -53,6 +51,10 @@ class IndexSink : public input::ImageSink {
     if (a.type == sparse::kChunkRaw) return a.file_offset + a.length == b.file_offset;
     return true;
   }
+
+  std::vector<SparseBlockIo::Run>* runs_;
+  uint32_t blk_ = 0;
+  uint64_t size_ = 0;
 };
 
 }  // namespace
@@ -63,12 +65,11 @@ Result<std::unique_ptr<SparseBlockIo>> SparseBlockIo::Open(int fd, std::string n
   UniqueFd dup(::dup(fd));
   if (!dup.valid()) return ErrnoError(fmt::format("dup {}", name));
   std::unique_ptr<SparseBlockIo> io(new SparseBlockIo(fd, name));
-  IndexSink sink;
-  sink.runs = &io->runs_;
+  IndexSink sink(&io->runs_);
   auto source = input::MakeSparseFileSource(std::move(dup), name, static_cast<uint64_t>(st.st_size),
                                             {.check_crc = false});
   FP_RETURN_IF_ERROR(source->Run(&sink));
-  io->size_ = sink.size;
+  io->size_ = sink.size();
   return io;
 }
 
