@@ -228,13 +228,24 @@ Status CombineCopies(const std::string& what, const Status& primary, const Statu
                 fmt::format("no valid copy of the {}: {}; {}", what, primary.ToString(), backup.ToString()));
 }
 
+// One geometry copy read from io; a device too short for it is a corrupt
+// copy, not an I/O error.
+Result<Geometry> ReadGeometryAt(BlockIo& io, uint64_t offset) {
+  if (io.size() < offset + kGeometrySize) {
+    return GeometryError(offset, fmt::format("truncated: the device ends at byte 0x{:x}", io.size()));
+  }
+  std::array<uint8_t, kGeometrySize> block;
+  FP_RETURN_IF_ERROR(io.Read(offset, block));
+  return ParseGeometryCopy(block, offset);
+}
+
 // Reads a metadata copy at `offset`, at most `room` bytes long.
 Result<Metadata> ReadCopyAt(BlockIo& io, const Geometry& g, uint64_t offset, uint64_t room, std::string_view label,
                             std::vector<uint8_t>* bytes = nullptr) {
   CopyParser parser(g, label, offset);
   const uint64_t available = offset < io.size() ? std::min(room, io.size() - offset) : 0;
   std::vector<uint8_t> head(static_cast<size_t>(std::min<uint64_t>(available, kHeaderSizeV1_2)));
-  FP_RETURN_IF_ERROR(io.Read(offset, head));
+  if (!head.empty()) FP_RETURN_IF_ERROR(io.Read(offset, head));
   FP_ASSIGN_OR_RETURN(Header h, parser.ParseHeader(head));
   std::vector<uint8_t> tables(static_cast<size_t>(std::min<uint64_t>(h.tables_size, available - h.header_size)));
   FP_RETURN_IF_ERROR(io.Read(offset + h.header_size, tables));
@@ -290,10 +301,7 @@ Result<Geometry> ReadGeometry(BlockIo& io) {
   Status reasons[2];
   const uint64_t offsets[2] = {kPrimaryGeometryOffset, kBackupGeometryOffset};
   for (int i = 0; i < 2; ++i) {
-    std::array<uint8_t, kGeometrySize> block;
-    reasons[i] = io.Read(offsets[i], block);
-    if (!reasons[i].ok()) continue;
-    auto g = ParseGeometryCopy(block, offsets[i]);
+    auto g = ReadGeometryAt(io, offsets[i]);
     if (g.ok()) return g;
     reasons[i] = g.status();
   }
@@ -327,9 +335,8 @@ Result<SuperState> InspectSuper(BlockIo& io) {
   const uint64_t offsets[2] = {kPrimaryGeometryOffset, kBackupGeometryOffset};
   for (int i = 0; i < 2; ++i) {
     st.geometry[i].offset = offsets[i];
-    std::array<uint8_t, kGeometrySize> block;
-    FP_RETURN_IF_ERROR(io.Read(offsets[i], block));
-    auto g = ParseGeometryCopy(block, offsets[i]);
+    auto g = ReadGeometryAt(io, offsets[i]);
+    if (!g.ok() && g.status().code() == Code::kIoError) return g.status();
     st.geometry[i].status = g.status();
     if (g.ok() && !st.in_use) st.in_use = *g;
   }

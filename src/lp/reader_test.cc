@@ -239,5 +239,21 @@ TEST(LpReaderTest, DeviceTooSmallForItsMetadata) {
             "slot 0 primary metadata at byte 0x3000: truncated: the tables need 364 bytes, 72 available");
 }
 
+// Found by lp_metadata_fuzzer: a device that ends inside the backup geometry
+// made InspectSuper fail instead of reporting the copies it cannot hold.
+TEST(LpReaderTest, AShortDeviceIsReportedCopyByCopy) {
+  std::vector<uint8_t> bytes = FlashedSuper().bytes();
+  bytes.resize(0x1400);
+  testing::MemoryBlockIo dev(bytes, "short");
+  auto st = InspectSuper(dev);
+  ASSERT_TRUE(st.ok()) << st.status().ToString();
+  EXPECT_TRUE(st->geometry[0].status.ok());
+  EXPECT_EQ(st->geometry[1].status.message(), "geometry at byte 0x2000: truncated: the device ends at byte 0x1400");
+  ASSERT_EQ(st->slots.size(), 2u);
+  EXPECT_EQ(st->slots[1][0].status.message(),
+            "slot 1 primary metadata at byte 0x4000: truncated: the header needs 128 bytes, 0 available");
+  EXPECT_EQ(RepairMetadata(dev).status().message(), "short of 5120 bytes is too small to hold both geometry copies");
+}
+
 }  // namespace
 }  // namespace flashpipe::lp

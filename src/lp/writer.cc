@@ -84,6 +84,9 @@ Result<std::string> RepairGeometry(BlockIo& io) {
   const uint64_t offsets[2] = {kPrimaryGeometryOffset, kBackupGeometryOffset};
   std::vector<uint8_t> blocks[2];
   Result<Geometry> parsed[2] = {Corrupt(""), Corrupt("")};
+  if (io.size() < kBackupGeometryOffset + kGeometryBlockSize) {
+    return Corrupt(fmt::format("{} of {} bytes is too small to hold both geometry copies", io.name(), io.size()));
+  }
   for (int i = 0; i < 2; ++i) {
     blocks[i].resize(kGeometryBlockSize);
     FP_RETURN_IF_ERROR(io.Read(offsets[i], blocks[i]));
