@@ -53,7 +53,12 @@ class ExtentSink : public input::ImageSink {
   std::vector<Piece> pieces_;
   uint64_t capacity_ = 0;
   sparse::Sink* out_;
+  // Asks the kernel to read [pos, pos + 16 MiB) of fd ahead, within end.
+  void ReadAhead(int fd, uint64_t pos, uint64_t end);
+
   std::unique_ptr<uint8_t[]> buf_;
+  int ahead_fd_ = -1;
+  uint64_t ahead_from_ = 0, ahead_to_ = 0;
 };
 
 }  // namespace flashpipe::superimg
