@@ -190,16 +190,14 @@ Status Dump(const std::string& path, uint32_t slot, const std::string& json_path
 
 }  // namespace
 
-int RunLpDump(int argc, char** argv) {
-  CLI::App app{"Print the liblp metadata of a super image (raw or sparse), a block device or a super_empty.img",
-               "flashpipe lp dump"};
-  std::string path, json_path;
-  uint32_t slot = 0;
-  app.add_option("-s,--slot", slot, "metadata slot to print (default 0)");
-  AddJsonFlag(app, json_path, "the metadata and the state of every copy");
-  app.add_option("SUPER", path, "super image, block device or super_empty.img")->required();
-  if (auto code = ParseOrExit(app, argc, argv)) return *code;
-  return ExitWith("lp dump", Dump(path, slot, json_path));
+void LpDump::Add(CLI::App& lp) {
+  app = lp.add_subcommand("dump", "print the metadata of a super image (raw or sparse), a block device or a "
+                                  "super_empty.img, and the state of every copy (like lpdump)");
+  app->add_option("-s,--slot", slot, "metadata slot to print (default 0)");
+  AddJsonFlag(*app, json_path, "the metadata and the state of every copy");
+  app->add_option("SUPER", path, "super image, block device or super_empty.img")->required();
 }
+
+int LpDump::Run() { return ExitWith("lp dump", Dump(path, slot, json_path)); }
 
 }  // namespace flashpipe::tools

@@ -19,13 +19,7 @@
 namespace flashpipe::tools {
 namespace {
 
-struct MakeFlags {
-  std::string device_size, metadata_size, alignment, alignment_offset, block_size = "4096";
-  uint32_t metadata_slots = 0;
-  std::string super_name = "super", output;
-  std::vector<std::string> devices, groups, partitions, images;
-  bool sparse = false, force_full = false, virtual_ab = false;
-};
+using MakeFlags = LpMake;
 
 std::vector<std::string> Split(const std::string& s, char sep) {
   std::vector<std::string> out(1);
@@ -205,29 +199,30 @@ Status Make(const MakeFlags& f, const MakeSpec& spec) {
 
 }  // namespace
 
-int RunLpMake(int argc, char** argv) {
-  CLI::App app{"Build liblp metadata like AOSP lpmake: a super_empty.img, or with --image a whole super image",
-               "flashpipe lp make"};
-  MakeFlags f;
-  app.add_option("-d,--device-size", f.device_size, "size of the super partition");
-  app.add_option("-m,--metadata-size", f.metadata_size, "bytes reserved for each metadata copy")->required();
-  app.add_option("-s,--metadata-slots", f.metadata_slots, "number of metadata slots (2 for A/B)")->required();
-  app.add_option("-p,--partition", f.partitions, "NAME:ATTRIBUTES:SIZE[:GROUP] (attributes none or readonly)");
-  app.add_option("-g,--group", f.groups, "NAME:MAXIMUM_SIZE, a group of partitions (0: no limit)");
-  app.add_option("-i,--image", f.images, "PARTITION=FILE, raw or sparse: makes a whole super image");
-  app.add_flag("-S,--sparse", f.sparse, "write the super image as a sparse image");
-  app.add_option("-o,--output", f.output, "the file to write")->required();
-  app.add_option("-a,--alignment", f.alignment, "partition alignment in bytes (default 1M)");
-  app.add_option("-O,--alignment-offset", f.alignment_offset, "alignment offset in bytes (default 0)");
-  app.add_option("-b,--block-size", f.block_size, "logical block size, also the sparse block size (default 4096)");
-  app.add_option("-D,--device", f.devices, "NAME:SIZE[:ALIGNMENT[:ALIGNMENT_OFFSET]], instead of --device-size");
-  app.add_option("-n,--super-name", f.super_name, "name of the block device holding the metadata (default super)");
-  app.add_flag("-F,--force-full-image", f.force_full, "a whole super image even without --image");
-  app.add_flag("--virtual-ab", f.virtual_ab, "set the header's VIRTUAL_AB_DEVICE flag (version 10.2 header)");
-  if (auto code = ParseOrExit(app, argc, argv)) return *code;
-  auto spec = ParseMake(f);
-  if (!spec.ok()) return UsageError(app, spec.status());
-  return ExitWith("lp make", Make(f, *spec));
+void LpMake::Add(CLI::App& lp) {
+  app = lp.add_subcommand("make", "build liblp metadata like lpmake: a super_empty.img, or with --image a whole "
+                                  "super image (raw or --sparse) streamed from the partition images");
+  app->add_option("-d,--device-size", device_size, "size of the super partition");
+  app->add_option("-m,--metadata-size", metadata_size, "bytes reserved for each metadata copy")->required();
+  app->add_option("-s,--metadata-slots", metadata_slots, "number of metadata slots (2 for A/B)")->required();
+  app->add_option("-p,--partition", partitions, "NAME:ATTRIBUTES:SIZE[:GROUP] (attributes none or readonly)");
+  app->add_option("-g,--group", groups, "NAME:MAXIMUM_SIZE, a group of partitions (0: no limit)");
+  app->add_option("-i,--image", images, "PARTITION=FILE, raw or sparse: makes a whole super image");
+  app->add_flag("-S,--sparse", sparse, "write the super image as a sparse image");
+  app->add_option("-o,--output", output, "the file to write")->required();
+  app->add_option("-a,--alignment", alignment, "partition alignment in bytes (default 1M)");
+  app->add_option("-O,--alignment-offset", alignment_offset, "alignment offset in bytes (default 0)");
+  app->add_option("-b,--block-size", block_size, "logical block size, also the sparse block size (default 4096)");
+  app->add_option("-D,--device", devices, "NAME:SIZE[:ALIGNMENT[:ALIGNMENT_OFFSET]], instead of --device-size");
+  app->add_option("-n,--super-name", super_name, "name of the block device holding the metadata (default super)");
+  app->add_flag("-F,--force-full-image", force_full, "a whole super image even without --image");
+  app->add_flag("--virtual-ab", virtual_ab, "set the header's VIRTUAL_AB_DEVICE flag (version 10.2 header)");
+}
+
+int LpMake::Run(CLI::App& lp) {
+  auto spec = ParseMake(*this);
+  if (!spec.ok()) return UsageError(lp, spec.status());
+  return ExitWith("lp make", Make(*this, *spec));
 }
 
 }  // namespace flashpipe::tools

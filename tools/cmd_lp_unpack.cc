@@ -27,18 +27,15 @@ Status UnpackSuper(const std::string& path, uint32_t slot, const std::string& di
 
 }  // namespace
 
-int RunLpUnpack(int argc, char** argv) {
-  CLI::App app{"Write each logical partition of a super image (raw or sparse) out as DIR/NAME.img",
-               "flashpipe lp unpack"};
-  std::string path, dir = ".";
-  std::vector<std::string> names;
-  uint32_t slot = 0;
-  app.add_option("-p,--partition", names, "unpack only this partition (repeatable)");
-  app.add_option("-S,--slot", slot, "metadata slot to read (default 0)");
-  app.add_option("SUPER", path, "super image (raw or sparse) or block device")->required();
-  app.add_option("DIR", dir, "directory for the images (default .)");
-  if (auto code = ParseOrExit(app, argc, argv)) return *code;
-  return ExitWith("lp unpack", UnpackSuper(path, slot, dir, names));
+void LpUnpack::Add(CLI::App& lp) {
+  app = lp.add_subcommand("unpack", "write each logical partition of a super image (raw or sparse) out as "
+                                    "DIR/NAME.img (like lpunpack)");
+  app->add_option("-p,--partition", partitions, "unpack only this partition (repeatable)");
+  app->add_option("-S,--slot", slot, "metadata slot to read (default 0)");
+  app->add_option("SUPER", path, "super image (raw or sparse) or block device")->required();
+  app->add_option("DIR", dir, "directory for the images (default .)");
 }
+
+int LpUnpack::Run() { return ExitWith("lp unpack", UnpackSuper(path, slot, dir, partitions)); }
 
 }  // namespace flashpipe::tools
