@@ -25,6 +25,20 @@ void AppendTable(const std::vector<T>& entries, uint32_t entry_size, Serialize s
   }
 }
 
+// Names are cut to 36 bytes on disk: a longer one would not read back as itself.
+Status CheckNames(const Metadata& m) {
+  std::vector<std::pair<const char*, const std::string*>> names;
+  for (const auto& p : m.partitions) names.emplace_back("partition", &p.name);
+  for (const auto& g : m.groups) names.emplace_back("group", &g.name);
+  for (const auto& b : m.block_devices) names.emplace_back("block device", &b.partition_name);
+  for (const auto& [what, name] : names) {
+    if (name->size() > kNameSize) {
+      return InvalidArgument(fmt::format("{} name \"{}\" is longer than {} bytes", what, *name, kNameSize));
+    }
+  }
+  return Status::Ok();
+}
+
 bool SameGeometry(const Geometry& a, const Geometry& b) {
   return a.metadata_max_size == b.metadata_max_size && a.metadata_slot_count == b.metadata_slot_count &&
          a.logical_block_size == b.logical_block_size;
@@ -121,6 +135,7 @@ Result<std::vector<uint8_t>> SerializeGeometry(const Geometry& g) {
 }
 
 Result<std::vector<uint8_t>> SerializeMetadata(const Metadata& m) {
+  FP_RETURN_IF_ERROR(CheckNames(m));
   Header h = m.header;
   h.magic = kHeaderMagic;
   h.major_version = kMajorVersion;

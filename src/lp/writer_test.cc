@@ -109,6 +109,13 @@ TEST(LpWriterTest, InvalidMetadataIsRefusedBeforeAnyWrite) {
   EXPECT_EQ(dev.writes(), 0u);
 }
 
+TEST(LpWriterTest, ANameLongerThan36BytesIsRefused) {
+  Metadata m = OldMetadata();
+  m.groups[1].name = std::string(37, 'g');
+  EXPECT_EQ(SerializeMetadata(m).status().message(), "group name \"" + std::string(37, 'g') +
+                                                         "\" is longer than 36 bytes");
+}
+
 TEST(LpWriterTest, MetadataLargerThanASlotIsRefused) {
   Builder b = test::SampleBuilder(kSuper, 4096);
   for (int i = 0; i < 80; ++i) ASSERT_TRUE(b.AddPartition(fmt::format("p{}", i), "default", 0).ok());
