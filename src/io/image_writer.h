@@ -11,7 +11,9 @@
 // buffer; zero FILL becomes BLKZEROOUT / holes (ZeroMode); DONT_CARE is
 // skipped or discarded. Unaligned heads and tails are read-modify-written
 // through the same O_DIRECT queue. Every op is bounds-checked against the
-// device window before it is issued. Finish() drains, writes the first block
+// device window before it is issued; a window of several extents (a logical
+// partition) has each op split at extent boundaries, every piece inside the
+// extent it lands in. Finish() drains, writes the first block
 // last if asked, runs one fdatasync per device and, with verify, reads
 // everything back with O_DIRECT and compares against digests taken while
 // writing.
@@ -30,6 +32,7 @@
 
 #include "base/buffer_stock.h"
 #include "base/status.h"
+#include "io/extent_map.h"
 #include "io/io_queue.h"
 #include "io/target.h"
 #include "io/write_sink.h"
@@ -49,6 +52,10 @@ struct Device {
   Geometry geometry;
   uint64_t window_offset = 0;  // absolute offset of image byte 0
   uint64_t window_size = 0;    // bytes the image may cover; 0 = geometry.size - offset
+  // Instead of window_offset/window_size (which must then be 0): the window
+  // is these device ranges taken in order (ExtentMap), e.g. the LINEAR
+  // extents of a logical partition. Each must be whole device blocks.
+  std::vector<DeviceExtent> extents;
   // Every byte of the window reads back as zero until written (a freshly
   // truncated file): zero ranges need not be touched.
   bool reads_zero = false;
