@@ -76,12 +76,16 @@ PY
 # The port a transport listens on, from the daemon's
 # "serve: listening on tcp 127.0.0.1:PORT" line ("" before it is written).
 listening_port() {
-  sed -n "s/^serve: listening on $1 127\.0\.0\.1:\([0-9][0-9]*\)\$/\1/p" "$work/daemon.out" 2>/dev/null | head -1
+  { sed -n "s/^serve: listening on $1 127\.0\.0\.1:\([0-9][0-9]*\)\$/\1/p" "$work/daemon.out" 2>/dev/null || true; } |
+    head -1
 }
 
 # Starts the daemon on $TRANSPORT at a port the kernel picks (PORT), with
 # the state file $STATE (default $work/state).
 start_daemon() {
+  # Removed first: the child truncates them only once it runs, and the old
+  # daemon's listening line must not be read meanwhile.
+  rm -f "$work/daemon.out" "$work/daemon.log"
   "$FLASHPIPE" serve "$@" --"$TRANSPORT" "127.0.0.1:0" --state "${STATE:-$work/state}" \
     >"$work/daemon.out" 2>"$work/daemon.log" &
   daemon_pid=$!

@@ -20,6 +20,7 @@ safety_cleanup() {
   cleanup
 }
 trap safety_cleanup EXIT
+pass() { echo "ok: $* (${SECONDS}s)"; }
 
 # 32 MiB of zeros: boot_a, boot_b, data.
 PARTS=()

@@ -142,11 +142,12 @@ read_backing() {
 
 # Waits (up to 2 s) for the daemon's listening line; sets PORT.
 start_daemon() {
+  rm -f "$work/daemon.out" "$work/daemon.log"  # no line of the last run may be read
   "$FLASHPIPE" serve "$@" --tcp 127.0.0.1:0 --state "$work/state" --no-prefault --max-download-size 8M -v \
     >"$work/daemon.out" 2>"$work/daemon.log" &
   daemon_pid=$!
   for _ in $(seq 200); do
-    PORT=$(sed -n 's/^serve: listening on tcp 127\.0\.0\.1:\([0-9][0-9]*\)$/\1/p' "$work/daemon.out")
+    PORT=$(sed -n 's/^serve: listening on tcp 127\.0\.0\.1:\([0-9][0-9]*\)$/\1/p' "$work/daemon.out" 2>/dev/null || true)
     [ -n "$PORT" ] && return 0
     kill -0 "$daemon_pid" 2>/dev/null || die "daemon did not start: $(cat "$work/daemon.log")"
     sleep 0.01
