@@ -247,12 +247,13 @@ Status UsbTransport::ReceiveDownload(DownloadTarget& target) {
   if (!st.ok()) {
     // No read may stay queued into the download buffer.
     CancelAll(Kind::kData);
-    while (!data_reads_.empty()) {
-      if (!Collect(kPollStep).ok()) CancelAll(Kind::kData);
+    for (;;) {
       while (!data_reads_.empty() && requests_[data_reads_.front()].result.has_value()) {
         requests_.erase(data_reads_.front());
         data_reads_.pop_front();
       }
+      if (data_reads_.empty()) break;
+      if (!Collect(kPollStep).ok()) CancelAll(Kind::kData);
     }
   }
   return st;
@@ -283,24 +284,34 @@ Status UsbTransport::ReceiveWindows(DownloadTarget& target) {
     const uint64_t settled = RoundDown(target.settled(), mps_);
     const uint64_t end = std::min<uint64_t>(target.remaining(), RoundUp(window.size(), mps_));
     uint64_t posted = 0, consumed = 0;
+    bool replan = false;  // a read came back short: the rest of the plan is off
     for (;;) {
-      while (posted < end && data_reads_.size() < options_.read_depth) {
+      while (!replan && posted < end && data_reads_.size() < options_.read_depth) {
         uint64_t len = posted < settled ? std::min(chunk, settled - posted) : end - posted;
+        // The download's last bytes, not whole packets: asked for alone, so
+        // that no short read before it can shift a full packet into it.
+        if (len % mps_ != 0 && !data_reads_.empty()) break;
         uint64_t tag;
         FP_RETURN_IF_ERROR(SubmitRead(Kind::kData, window.data() + posted, len, &tag));
         data_reads_.push_back(tag);
         posted += len;
       }
       if (data_reads_.empty()) break;
-      uint8_t* landed = requests_[data_reads_.front()].buf;
+      const Request& read = requests_[data_reads_.front()];
+      uint8_t* landed = read.buf;
+      const size_t asked = read.len;
       FP_ASSIGN_OR_RETURN(int64_t n, WaitData(data_reads_.front()));
       if (n == -EOVERFLOW) return InvalidArgument("usb: the host sent more data than announced");
-      if (n < 0) return Cancelled(fmt::format("usb: host gone mid-download ({})", ErrnoText(n)));
+      if (n < 0) {
+        if (error_.ok()) error_ = Cancelled(fmt::format("usb: host gone mid-download ({})", ErrnoText(n)));
+        return error_;
+      }
       // After a short read, later reads landed above their place.
       uint8_t* place = window.data() + consumed;
       if (landed != place && n > 0) std::memmove(place, landed, static_cast<size_t>(n));
       target.Arrived(static_cast<size_t>(n));
       consumed += static_cast<uint64_t>(n);
+      replan |= static_cast<size_t>(n) < asked;
     }
   }
   return Status::Ok();
