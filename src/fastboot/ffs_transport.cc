@@ -15,6 +15,8 @@ using std::chrono::milliseconds;
 constexpr size_t kMaxPacket = 1024;  // bulk, SuperSpeed
 constexpr milliseconds kPollStep{1000};
 constexpr milliseconds kDrainWarnAfter{5000};
+// A transfer is sent back to back: this long without a packet, it ended.
+constexpr milliseconds kTransferQuiet{100};
 
 uint64_t RoundUp(uint64_t v, uint64_t m) { return (v + m - 1) / m * m; }
 uint64_t RoundDown(uint64_t v, uint64_t m) { return v / m * m; }
@@ -35,8 +37,7 @@ Status UsbTransport::Start(std::string peer) {
   error_ = Status::Ok();
   gone_seen_ = gone_count_.load();
   command_.reset();
-  skipping_ = answer_skip_ = false;
-  skip_until_write_ = 0;
+  skipping_ = false;
   {
     std::lock_guard lock(mu_);
     interrupt_ = false;
@@ -120,7 +121,6 @@ Status UsbTransport::Collect(milliseconds wait) {
       CommandArrived(r, d.result);
     } else {
       if (d.result < 0 && error_.ok()) error_ = Cancelled(fmt::format("usb: host gone (response: {})", ErrnoText(d.result)));
-      if (d.tag == skip_until_write_) skipping_ = false;  // the host read the FAIL: it is done writing
     }
     requests_.erase(it);
   }
@@ -144,7 +144,9 @@ Status UsbTransport::Pump(milliseconds wait) {
 }
 
 // One completed command read. A transfer longer than any command is
-// answered once: its first packet becomes an error, the rest is dropped.
+// answered once: its first packet becomes an error, the rest is dropped
+// until a short packet ends it, or until no packet came for kTransferQuiet
+// (a transfer of whole packets has no end on the wire).
 void UsbTransport::CommandArrived(const Request& read, int64_t result) {
   bool overflow = result == -EOVERFLOW;
   if (result < 0 && !overflow) {
@@ -153,13 +155,15 @@ void UsbTransport::CommandArrived(const Request& read, int64_t result) {
   }
   bool full = overflow || static_cast<size_t>(result) == read.len;
   if (skipping_) {
-    if (!full) skipping_ = false;
+    skipping_ = full;
+    skip_seen_ = Clock::now();
     return;
   }
   if (result == 0) return;  // a zero-length packet: no command
   if (full && read.len > kMaxCommand) {
     command_ = InvalidArgument(fmt::format("usb: transfer of more than {} bytes is not a command", read.len));
-    skipping_ = answer_skip_ = true;
+    skipping_ = true;
+    skip_seen_ = Clock::now();
     return;
   }
   command_ = std::string(reinterpret_cast<const char*>(read.buf), static_cast<size_t>(result));
@@ -181,7 +185,8 @@ Status UsbTransport::WaitCommand() {
       st = SubmitRead(Kind::kCommand, command_buf_.data(), std::min(len, command_buf_.size()), &command_tag_);
       if (!st.ok()) break;
     }
-    if (st = Pump(kPollStep); !st.ok()) break;
+    if (st = Pump(skipping_ ? kTransferQuiet : kPollStep); !st.ok()) break;
+    if (skipping_ && Clock::now() - skip_seen_ >= kTransferQuiet) skipping_ = false;
   }
   std::lock_guard lock(mu_);
   waiting_ = false;
@@ -207,10 +212,6 @@ Status UsbTransport::Send(std::string_view message) {
   while (Queued(Kind::kWrite) + 2 > options_.max_writes) FP_RETURN_IF_ERROR(Pump(kPollStep));
   uint64_t tag;
   FP_RETURN_IF_ERROR(SubmitWrite(message, &tag));
-  if (answer_skip_) {
-    answer_skip_ = false;
-    if (skipping_) skip_until_write_ = tag;
-  }
   // A response that fills whole packets (64 bytes at full speed) needs a
   // zero-length packet, or the host's read goes on waiting.
   if (!message.empty() && message.size() % mps_ == 0) FP_RETURN_IF_ERROR(SubmitWrite({}, &tag));

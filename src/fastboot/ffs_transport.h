@@ -5,8 +5,8 @@
 // packet size (64/512/1024): a command (<= 64 bytes) always ends with a
 // short packet, or fills a full-speed packet exactly. A longer transfer is
 // answered with one FAIL: its first packet is reported as an over-long
-// command, and the rest of it is dropped until it ends (a short packet) or
-// the host has taken the FAIL (a host reads only once it has written).
+// command, and the rest of it is dropped until it ends (a short packet, or
+// 100 ms without a packet: whole packets have no end on the wire).
 // Responses: one bulk IN transfer each, plus a zero-length packet when the
 // response fills whole packets (64 bytes at full speed), submitted without
 // waiting for the host to take them; at most a few wait at once.
@@ -116,8 +116,7 @@ class UsbTransport final : public Transport {
   uint64_t command_tag_ = 0;  // the queued command read, 0 when none
   std::optional<Result<std::string>> command_;  // arrived, not yet taken
   bool skipping_ = false;        // dropping the rest of an over-long transfer
-  bool answer_skip_ = false;     // the next response answers it
-  uint64_t skip_until_write_ = 0;
+  Clock::time_point skip_seen_;  // its last packet
   Status error_;                 // sticky: why the host is gone
 
   std::mutex mu_;  // guards the two flags below with InterruptIfIdle

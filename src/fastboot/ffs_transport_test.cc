@@ -126,13 +126,14 @@ TEST_F(UsbTransportTest, OverlongTransferIsOneFailThenCommandsGoOn) {
   EXPECT_EQ(*t_->ReadCommand(kMaxCommand), "getvar:a");  // the 488-byte tail was dropped
   EXPECT_EQ(fake_->HostTake(), "FAILbad");
 
-  // Whole packets and no short one: dropped until the host took the FAIL.
+  // Whole packets and no short one: dropped until the bus is quiet.
   fake_->HostSend(std::string(1024, 'y'));
   EXPECT_EQ(t_->ReadCommand(kMaxCommand).status().code(), Code::kInvalidArgument);
   ASSERT_TRUE(t_->Send(Fail("bad")).ok());
   std::thread host([&] {
     while (fake_->packets_pending() > 0) std::this_thread::sleep_for(1ms);  // the transfer is done
     EXPECT_EQ(fake_->HostTake(), "FAILbad");
+    std::this_thread::sleep_for(150ms);
     fake_->HostSend("getvar:b");
   });
   EXPECT_EQ(*t_->ReadCommand(kMaxCommand), "getvar:b");

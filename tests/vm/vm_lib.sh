@@ -22,7 +22,8 @@ vm_prepare() {
   deb=$(ls "$cache"/linux-image-*.deb 2>/dev/null | head -1 || true)
   if [ -z "$deb" ]; then
     pkg=$(vm_kernel_package)
-    [ -n "$pkg" ] || { echo "vm: no linux-image-amd64 in the apt lists (apt-get update?)" >&2; return 1; }
+    if [ -z "$pkg" ]; then apt-get update -qq >/dev/null 2>&1; pkg=$(vm_kernel_package); fi
+    [ -n "$pkg" ] || { echo "vm: no linux-image-amd64 in the apt lists" >&2; return 1; }
     (cd "$cache" && apt-get download "$pkg" >/dev/null 2>&1) || { echo "vm: apt-get download $pkg failed" >&2; return 1; }
     deb=$(ls "$cache"/linux-image-*.deb | head -1)
   fi
@@ -74,8 +75,9 @@ vm_initramfs() {
 #!/bin/busybox sh
 /bin/busybox --install -s /bin
 mount -t proc proc /proc; mount -t sysfs sys /sys; mount -t devtmpfs dev /dev
+ip link set lo up
 for m in /modules/*.ko; do
-  args=""; case "$m" in *-dummy_hcd.ko) args="num=2";; esac
+  args=""; case "$m" in *-dummy_hcd.ko) args="$(sed -n 's/.*vm.dummy_hcd=\([^ ]*\).*/\1/p' /proc/cmdline | tr , ' ')";; esac
   insmod "$m" $args || echo "VM-INIT: insmod $m failed"
 done
 mount -t 9p -o trans=virtio,version=9p2000.L,ro,msize=1048576 host /host || echo "VM-INIT: 9p host failed"
@@ -85,6 +87,7 @@ mount -t 9p -o trans=virtio,version=9p2000.L,msize=1048576 work /host/tmp/work |
 mount -t proc proc /host/proc; mount -t sysfs sys /host/sys; mount -t devtmpfs dev /host/dev
 mount -t configfs configfs /host/sys/kernel/config
 mkdir -p /host/dev/pts /host/dev/shm; mount -t devpts devpts /host/dev/pts; mount -t tmpfs shm /host/dev/shm
+ln -s /proc/self/fd /host/dev/fd; ln -s fd/0 /host/dev/stdin; ln -s fd/1 /host/dev/stdout; ln -s fd/2 /host/dev/stderr
 script=$(sed -n 's/.*vm.script=\([^ ]*\).*/\1/p' /proc/cmdline)
 echo "VM-INIT: up, running $script"
 chroot /host /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/tmp TMPDIR=/tmp \
@@ -106,7 +109,7 @@ vm_run() {
   timeout --kill-after=5 "$secs" qemu-system-x86_64 -accel tcg -smp 2 -m 1536 -nodefaults -no-reboot \
     -display none -monitor none -serial "file:$log" \
     -kernel "$VM_KDIR/boot/vmlinuz-$VM_KVER" -initrd "$initrd" \
-    -append "console=ttyS0 quiet panic=-1 vm.script=$script" \
+    -append "console=ttyS0 quiet panic=-1 vm.script=$script vm.dummy_hcd=${VM_DUMMY_HCD:-num=2}" \
     -virtfs local,path=/,mount_tag=host,security_model=none,readonly=on,multidevs=remap \
     -virtfs "local,path=$work,mount_tag=work,security_model=none" </dev/null
   local rc=$?
