@@ -12,8 +12,11 @@ namespace {
 
 // Requests queued at once: data reads, a command read, responses.
 constexpr unsigned kMaxRequests = 64;
-// How long a re-enumerating device stays off the bus: long enough for the
-// host to see it go (the 29.0.6 client polls for that every 50 ms).
+// After the last response of a reboot, time for the client to return from
+// its read (the host's URB is done when our write is; its process may not
+// be), then how long the device stays off the bus: long enough for the host
+// to see it go (the 29.0.6 client polls for that every 50 ms).
+constexpr auto kBeforeReboot = std::chrono::milliseconds(500);
 constexpr auto kOffBus = std::chrono::milliseconds(1000);
 
 }  // namespace
@@ -29,6 +32,7 @@ Result<std::unique_ptr<UsbFastboot>> UsbFastboot::Start(FastbootDevice* device, 
     options.name = "usb " + u->gadget_->udc();
     UsbGadget* gadget = u->gadget_.get();
     options.reenumerate = [gadget] {
+      std::this_thread::sleep_for(kBeforeReboot);
       (void)gadget->Unbind();
       std::this_thread::sleep_for(kOffBus);
       (void)gadget->Bind();

@@ -110,11 +110,12 @@ def garbage(serial):
     u.send(b"download:000003e8")
     r = u.final()
     expect(r == "DATA000003e8", "download of 1000 bytes: " + r)
-    u.send(b"e" * 1100)
+    try:  # the controller cuts the transfer at the packet that does not fit
+        u.bulk(u.ep_out, ctypes.create_string_buffer(b"e" * 1100, 1100))
+    except OSError:
+        pass
     r = u.final()
-    expect(r.startswith("FAIL") and "more data than announced" in r, "download longer than announced: " + r)
-    r = u.final()
-    expect(r.startswith("FAIL"), "the overrun's rest answered: " + r)
+    expect(r.startswith("FAILdownload at byte 0 of 1000: usb: the host sent more"), "download longer than announced: " + r)
     try:
         u.control_in(0xC1, 0x42, 8)  # vendor request to the interface
         fail("an unknown control request was not stalled")
