@@ -28,7 +28,5 @@ std::unique_ptr<ImageSource> MakeBmapSource(std::unique_ptr<ByteReader> reader, 
 // A seekable raw file written through a bmap (zero-copy, hashed alongside).
 // REQUIRES: the file holds at least bmap.image_size bytes.
 std::unique_ptr<ImageSource> MakeBmapFileSource(UniqueFd fd, std::string name, Bmap bmap);
-// Sparse parts applied in order.
-std::unique_ptr<ImageSource> MakePartsSource(std::vector<std::unique_ptr<ImageSource>> parts);
 
 }  // namespace flashpipe::input

@@ -106,7 +106,7 @@ vm_run() {
   local work=$1 script=$2 secs=$3 log=$4 initrd
   initrd=$work/.initrd.gz
   vm_initramfs "$initrd" || return 125
-  timeout --kill-after=5 "$secs" qemu-system-x86_64 -accel tcg -smp 2 -m 1536 -nodefaults -no-reboot \
+  timeout --kill-after=5 "$secs" qemu-system-x86_64 -accel tcg -smp 2 -m "${VM_MEM:-1536}" -nodefaults -no-reboot \
     -display none -monitor none -serial "file:$log" \
     -kernel "$VM_KDIR/boot/vmlinuz-$VM_KVER" -initrd "$initrd" \
     -append "console=ttyS0 quiet panic=-1 vm.script=$script vm.dummy_hcd=${VM_DUMMY_HCD:-num=2}" \
