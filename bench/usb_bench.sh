@@ -52,7 +52,14 @@ run() {  # NAME ARGS...: one flash, prints a RESULT line
   for _ in $(seq 300); do grep -qE "serving|listening" d.out && break; sleep 0.1; done
   if [ "$name" = tcp-wb ]; then dev=tcp:127.0.0.1; else
     dev=BENCH; for _ in $(seq 300); do fastboot devices | grep -q BENCH && break; sleep 0.1; done; fi
-  sleep 3  # the download buffers are faulted in meanwhile
+  # Until the download buffers are faulted in (the resident size stops
+  # growing): that CPU time is not the flash's.
+  local rss=0 last=-1
+  for _ in $(seq 120); do
+    rss=$(awk '/VmRSS/ {print $2}' /proc/$pid/status)
+    [ "$rss" = "$last" ] && break
+    last=$rss; sleep 1
+  done
   local c0 t0 t1 c1
   c0=$(cpu $pid) t0=$(now)
   timeout 600 fastboot -s $dev flash data /tmp/img.simg >f.out 2>&1 || echo "FAILED $name: $(tail -2 f.out)"
