@@ -7,8 +7,10 @@
 #             within 1.2x of it);
 #   tcp-wb:   the same flash over TCP loopback in the same VM (goal: USB no
 #             slower than TCP).
-# Image: 256 MiB super-like (random data, zero runs, fills), sparse, sent in
-# one download (max-download-size 256M) to a file in the guest's tmpfs.
+# Image: 256 MiB super-like (random data, zero runs, fills), sparse, split
+# by the client into parts of up to 32 MiB (max-download-size 32M: one
+# download could not overlap anything, write-behind needs parts), to a file
+# in the guest's tmpfs.
 # Reports medians of RUNS interleaved runs, ratios, and the daemon's CPU
 # seconds (user + system, from /proc) per GiB sent. TCG makes every figure
 # slow; only the ratios carry over.
@@ -46,7 +48,7 @@ cpu() { awk '{print $14 + $15}' /proc/$1/stat; }  # clock ticks, user + system
 now() { date +%s.%N; }
 run() {  # NAME ARGS...: one flash, prints a RESULT line
   local name=$1; shift
-  ./flashpipe serve "$@" --partition data=/tmp/target.img --state /tmp/state --max-download-size 256M \
+  ./flashpipe serve "$@" --partition data=/tmp/target.img --state /tmp/state --max-download-size 32M \
     >d.out 2>d.log &
   local pid=$! dev
   for _ in $(seq 300); do grep -qE "serving|listening" d.out && break; sleep 0.1; done
