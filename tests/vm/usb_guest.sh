@@ -17,7 +17,7 @@ die() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
   exit 1
 }
-pass() { echo "ok: $*"; }
+pass() { echo "ok: $* [${SECONDS} s]"; }
 fb() { local s=$1; shift; timeout 60 fastboot -s "$s" "$@"; }
 fb_ok() { fb "$@" >fb.out 2>&1 || die "fastboot $* failed: $(tail -5 fb.out)"; }
 # wait_for SECONDS COMMAND...: polls every 0.1 s.
@@ -109,9 +109,12 @@ fb_ok $S1 reboot
 grep -q "Rebooting" fb.out || die "reboot: $(cat fb.out)"
 wait_for 10 grep -q "re-enumerating" d1.log || die "no re-enumeration after reboot"
 wait_for 30 listed $S1 || die "$S1 did not come back after reboot"
-fb $S1 getvar version 2>&1 | grep -q "version: 0.4" || die "not serving after reboot"
+out=$(fb $S1 getvar version 2>&1)
+grep -q "version: 0.4" <<<"$out" || die "not serving after reboot: $out"
 fb_ok $S1 reboot bootloader
-fb $S1 getvar is-userspace 2>&1 | grep -q "is-userspace: no" || die "after reboot bootloader"
+wait_for 30 listed $S1 || die "$S1 did not come back after reboot bootloader"
+out=$(fb $S1 getvar is-userspace 2>&1)
+grep -q "is-userspace: no" <<<"$out" || die "after reboot bootloader: $out"
 pass "reboot and reboot bootloader: the device leaves the bus and comes back"
 
 for p in "${pids[@]}"; do kill -TERM "$p"; done
