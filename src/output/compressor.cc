@@ -41,7 +41,7 @@ unsigned Threads(const CompressOptions& o) {
 class Zstd final : public Compressor {
  public:
   ~Zstd() override { ZSTD_freeCCtx(cctx_); }
-  Status Init(int level, unsigned threads, uint64_t size_hint) {
+  Status Init(int level, unsigned threads, uint64_t size_hint, uint64_t budget) {
     cctx_ = ZSTD_createCCtx();
     if (cctx_ == nullptr) return Internal("zstd: cannot create a context");
     ZSTD_CCtx_setParameter(cctx_, ZSTD_c_compressionLevel, level);
@@ -49,6 +49,10 @@ class Zstd final : public Compressor {
     // A library built without threads refuses workers: it then compresses inline.
     if (threads > 1 && !ZSTD_isError(ZSTD_CCtx_setParameter(cctx_, ZSTD_c_nbWorkers, static_cast<int>(threads)))) {
       threads_ = threads;
+      // Each worker holds about three jobs' worth (input, overlap, output):
+      // jobs sized to the budget keep memory flat at any level's default.
+      uint64_t job = std::clamp<uint64_t>(budget / (4 * (uint64_t{threads} + 1)), 1 << 20, 16 << 20);
+      ZSTD_CCtx_setParameter(cctx_, ZSTD_c_jobSize, static_cast<int>(job));
     }
     if (size_hint > 0) ZSTD_CCtx_setPledgedSrcSize(cctx_, size_hint);
     return Status::Ok();
@@ -185,7 +189,7 @@ Result<std::unique_ptr<Compressor>> MakeCompressor(Format format, sparse::Output
     case Format::kZstd: {
       auto c = std::make_unique<Zstd>();
       c->SetOutput(out);
-      FP_RETURN_IF_ERROR(c->Init(level, Threads(o), o.size_hint));
+      FP_RETURN_IF_ERROR(c->Init(level, Threads(o), o.size_hint, o.memory_budget));
       return std::unique_ptr<Compressor>(std::move(c));
     }
     case Format::kXz: {

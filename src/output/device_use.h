@@ -1,0 +1,27 @@
+// DeviceUse: who else uses a block device, from /proc/self/mountinfo and
+// sysfs, for the read path's in-use policy (read_source.h): the mounts of the
+// device and of its partitions, and the holders stacked on them
+// (device-mapper, RAID). Best effort: what cannot be read is left out.
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+namespace flashpipe::output {
+
+struct DeviceUse {
+  std::vector<std::string> mounts;   // "/mnt (read-write)"
+  bool mounted_read_write = false;
+  std::vector<std::string> holders;  // "dm-3"
+};
+
+// `dev` is the device number of a block device (st_rdev).
+DeviceUse FindDeviceUse(dev_t dev);
+
+// The same, from the text of a mountinfo file and a list of the device
+// numbers to look for (the device and its partitions); for tests.
+void MountsFromMountinfo(const std::string& mountinfo, const std::vector<dev_t>& devs, DeviceUse* use);
+
+}  // namespace flashpipe::output
