@@ -8,7 +8,11 @@
 namespace flashpipe::tools {
 
 int RunSimg2img(int argc, char** argv) {
-  CLI::App app{"Expand Android sparse images, laid over each other in order, to a raw image", CommandName(argv[0])};
+  CLI::App app{"Expand Android sparse images, laid over each other in order, to a raw image.\n"
+               "Every input is checked before the output is touched; a file output appears only when complete\n"
+               "(a temp file beside it, then rename; a symlink is written through, an existing file keeps its\n"
+               "mode); a block device is written in place; no input may be the output.",
+               CommandName(argv[0])};
   std::vector<std::string> paths;
   bool no_crc = false;
   app.add_flag("--no-crc-check", no_crc, "do not verify CRC32 chunks");

@@ -6,6 +6,7 @@
 #include "base/fd_io.h"
 #include "base/units.h"
 #include "io/image_writer.h"
+#include "tools/describe.h"
 
 namespace flashpipe::tools {
 
@@ -41,6 +42,10 @@ void PrintUsageError(CLI::App& app, const std::string& message) {
 std::optional<int> ParseOrExit(CLI::App& app, int argc, char** argv) {
   app.formatter(std::make_shared<Formatter>());
   app.footer("Exit status: 0 done, 1 failed, 2 usage error.");
+  if (argc == 2 && argv[1] == kHelpJsonFlag) {  // for gen_docs.py (tools/describe.h)
+    std::fputs(DescribeAppJson(app).c_str(), stdout);
+    return std::fflush(stdout) == 0 ? kExitOk : kExitFailed;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp&) {

@@ -12,11 +12,4 @@ Result<UniqueFd> OpenForRead(const std::string& path) {
   return fd;
 }
 
-Result<UniqueFd> OpenForWrite(const std::string& path) {
-  if (path == "-") return UniqueFd(::dup(STDOUT_FILENO));
-  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666));
-  if (!fd.valid()) return ErrnoError(fmt::format("create {}", path));
-  return fd;
-}
-
 }  // namespace flashpipe::tools

@@ -1,5 +1,6 @@
 // Shared plumbing of the sparse subcommands (img2simg, simg2img, append2simg,
-// resparse, dump): opening "-" as stdin/stdout. Flag parsing is tools/flags.h.
+// resparse, dump): opening "-" as stdin. Flag parsing is tools/flags.h; the
+// converters open their files through sparse/files.h.
 #pragma once
 
 #include <string>
@@ -11,7 +12,5 @@ namespace flashpipe::tools {
 
 // "-" is stdin (a dup of it); anything else is opened read-only.
 Result<UniqueFd> OpenForRead(const std::string& path);
-// "-" is stdout; anything else is created or truncated (mode 0666 & ~umask).
-Result<UniqueFd> OpenForWrite(const std::string& path);
 
 }  // namespace flashpipe::tools

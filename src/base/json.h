@@ -1,6 +1,7 @@
-// JsonString: a string as a JSON string literal (quoted; '"', '\' and control
-// characters escaped), for the --json reports. Bytes >= 0x80 pass through, so
-// UTF-8 stays UTF-8.
+// JsonString: `s` as a JSON string literal, quoted, with '"', '\' and control
+// characters escaped ("\u000a"). Bytes of 0x80 and above pass through as they
+// are, so UTF-8 text stays readable. For the hand-built JSON of the
+// commands' --json output and of `--help-json`.
 #pragma once
 
 #include <string>

@@ -1,5 +1,8 @@
 #include "output/read_job.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <chrono>
 #include <memory>
 
@@ -8,7 +11,7 @@
 #include "output/bmap_writer.h"
 #include "output/output_file.h"
 #include "output/verify.h"
-#include "sparse/resparse.h"
+#include "sparse/part_files.h"
 
 namespace flashpipe::output {
 namespace {
@@ -40,8 +43,11 @@ class ReadJob {
     report_.backend = std::string(queue_->name());
     if (plan) FP_RETURN_IF_ERROR(Pass(SparseOutput::Mode::kPlan));
     FP_RETURN_IF_ERROR(Pass(plan ? SparseOutput::Mode::kFromPlan : SparseOutput::Mode::kPatch));
-    if (req_.max_size > 0) FP_RETURN_IF_ERROR(Cut());
-    if (req_.verify) FP_RETURN_IF_ERROR(Verify());
+    if (req_.max_size > 0) {
+      FP_RETURN_IF_ERROR(Cut());  // verifies the parts before they go into place
+    } else if (req_.verify) {
+      FP_RETURN_IF_ERROR(Verify({image_->fd()}, {image_->name()}));
+    }
     return Commit();
   }
 
@@ -50,7 +56,7 @@ class ReadJob {
   Result<Pipeline> Build(SparseOutput::Mode mode);
   Status Pass(SparseOutput::Mode mode);
   Status Cut();
-  Status Verify();
+  Status Verify(const std::vector<int>& fds, const std::vector<std::string>& names);
   Status Commit();
   uint64_t OutputSize(const Pipeline& p) const;
   bool Seekable() const { return staging_.valid() || image_->regular(); }
@@ -65,7 +71,6 @@ class ReadJob {
   ReadSource src_;
   std::optional<OutputFile> image_, bmap_;
   UniqueFd staging_;               // --max-size: the whole sparse image, before it is cut
-  std::vector<OutputFile> parts_;
   std::unique_ptr<io::IoQueue> queue_;
   SparsePlan plan_;
   unsigned pass_ = 0;
@@ -150,39 +155,39 @@ Status ReadJob::Pass(SparseOutput::Mode mode) {
   return Status::Ok();
 }
 
-// --max-size: the staged sparse image cut into parts, as `flashpipe resparse` cuts.
+// --max-size: the staged sparse image cut into parts as `flashpipe resparse`
+// cuts them; all of them go into place together, after verify, or none.
 Status ReadJob::Cut() {
-  std::vector<std::unique_ptr<sparse::FdOutput>> outs;
-  auto open_part = [&](size_t i) -> Result<sparse::Output*> {
-    std::string path = fmt::format("{}.{}", req_.output, i);
-    FP_ASSIGN_OR_RETURN(OutputFile f, OutputFile::Open(path, src_.id, "part"));
-    if (!f.regular()) return InvalidArgument(fmt::format("the part {} must be a regular file", path));
-    outs.push_back(std::make_unique<sparse::FdOutput>(f.fd(), path));
-    parts_.push_back(std::move(f));
-    return outs.back().get();
+  sparse::InputFile in;
+  in.name = OutputName() + " (staged sparse image)";
+  in.fd = UniqueFd(::fcntl(staging_.get(), F_DUPFD_CLOEXEC, 0));
+  if (!in.fd.valid()) return ErrnoError("dup the staged sparse image");
+  FP_ASSIGN_OR_RETURN(in.id, FileIdOfFd(in.fd.get(), in.name));
+  in.holds_data = in.seekable = true;
+  auto check = [&](std::span<const std::string> temps) -> Status {
+    std::vector<UniqueFd> open;
+    std::vector<int> fds;
+    std::vector<std::string> names;
+    report_.output_bytes = 0;
+    for (size_t i = 0; i < temps.size(); ++i) {
+      names.push_back(sparse::PartPath(req_.output, i));
+      FP_RETURN_IF_ERROR(NotTheSource(names.back(), src_.id, "part"));
+      open.emplace_back(::open(temps[i].c_str(), O_RDONLY | O_CLOEXEC));
+      if (!open.back().valid()) return ErrnoError(fmt::format("open {}", temps[i]));
+      fds.push_back(open.back().get());
+      off_t end = ::lseek(fds.back(), 0, SEEK_END);
+      if (end > 0) report_.output_bytes += static_cast<uint64_t>(end);
+    }
+    report_.parts = names;
+    return req_.verify ? Verify(fds, names) : Status::Ok();
   };
-  FP_ASSIGN_OR_RETURN(size_t n, sparse::Resparse(staging_.get(), OutputName(), req_.max_size, open_part));
-  report_.output_bytes = 0;
-  for (size_t i = 0; i < n; ++i) {
-    report_.parts.push_back(parts_[i].path());
-    off_t end = ::lseek(parts_[i].fd(), 0, SEEK_END);
-    if (end > 0) report_.output_bytes += static_cast<uint64_t>(end);
-  }
-  return Status::Ok();
+  return sparse::ResparseToFiles(in, req_.output, req_.max_size, check).status();
 }
 
-Status ReadJob::Verify() {
+Status ReadJob::Verify(const std::vector<int>& fds, const std::vector<std::string>& names) {
   FP_ASSIGN_OR_RETURN(auto reader, io::ImageReader::Create(*src_.target, queue_.get(), 0, src_.length,
                                                            {.request_size = req_.queue.request_size}));
-  VerifyTarget t{.format = format_, .length = src_.length, .queue = req_.queue};
-  for (const OutputFile& f : parts_) {
-    t.fds.push_back(f.fd());
-    t.names.push_back(f.name());
-  }
-  if (parts_.empty()) {
-    t.fds.push_back(image_->fd());
-    t.names.push_back(image_->name());
-  }
+  VerifyTarget t{.format = format_, .fds = fds, .names = names, .length = src_.length, .queue = req_.queue};
   Status s = VerifyOutput(*reader, src_.path, t);
   report_.verify = s.ok() ? "passed" : s.code() == Code::kCorrupt ? "failed" : "not run";
   if (progress_) progress_->Update(uint64_t{report_.passes} * src_.length, uint64_t{report_.passes} * src_.length);
@@ -190,8 +195,7 @@ Status ReadJob::Verify() {
 }
 
 Status ReadJob::Commit() {
-  if (parts_.empty()) FP_RETURN_IF_ERROR(image_->Commit());
-  for (OutputFile& f : parts_) FP_RETURN_IF_ERROR(f.Commit());
+  if (image_) FP_RETURN_IF_ERROR(image_->Commit());
   if (bmap_) FP_RETURN_IF_ERROR(bmap_->Commit());
   if (progress_) progress_->Done(src_.length, src_.length);
   return Status::Ok();
