@@ -48,10 +48,12 @@ void Holders(dev_t dev, std::vector<std::string>* out) {
 void MountsFromMountinfo(const std::string& mountinfo, const std::vector<dev_t>& devs, DeviceUse* use) {
   std::istringstream lines(mountinfo);
   for (std::string line; std::getline(lines, line);) {
-    // id parent major:minor root mount-point options ...
+    // id parent major:minor root mount-point options [optional...] - fstype source super-options
     std::istringstream f(line);
-    std::string id, parent, majmin, root, point, options;
+    std::string id, parent, majmin, root, point, options, fstype, source;
     if (!(f >> id >> parent >> majmin >> root >> point >> options)) continue;
+    size_t dash = line.find(" - ");
+    if (dash != std::string::npos) std::istringstream(line.substr(dash + 3)) >> fstype >> source;
     unsigned maj = 0, min = 0;
     if (std::sscanf(majmin.c_str(), "%u:%u", &maj, &min) != 2) continue;
     bool ours = false;
@@ -59,7 +61,7 @@ void MountsFromMountinfo(const std::string& mountinfo, const std::vector<dev_t>&
     if (!ours) continue;
     bool rw = options == "rw" || options.starts_with("rw,");
     use->mounted_read_write = use->mounted_read_write || rw;
-    use->mounts.push_back(fmt::format("{} ({})", point, rw ? "read-write" : "read-only"));
+    use->mounts.push_back({source, point, rw});
   }
 }
 

@@ -11,8 +11,14 @@
 
 namespace flashpipe::output {
 
+struct Mount {
+  std::string source;  // what mountinfo names: "/dev/loop3p1"
+  std::string point;   // "/mnt"
+  bool read_write = false;
+};
+
 struct DeviceUse {
-  std::vector<std::string> mounts;   // "/mnt (read-write)"
+  std::vector<Mount> mounts;
   bool mounted_read_write = false;
   std::vector<std::string> holders;  // "dm-3"
 };

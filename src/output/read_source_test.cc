@@ -112,8 +112,11 @@ TEST(DeviceUseTest, MountsOfTheDeviceAndItsPartitionsFromMountinfo) {
   DeviceUse use;
   MountsFromMountinfo(info, {makedev(7, 3), makedev(259, 1)}, &use);
   ASSERT_EQ(use.mounts.size(), 2u);
-  EXPECT_EQ(use.mounts[0], "/mnt/a (read-write)");
-  EXPECT_EQ(use.mounts[1], "/mnt/b (read-only)");
+  EXPECT_EQ(use.mounts[0].source, "/dev/loop3");
+  EXPECT_EQ(use.mounts[0].point, "/mnt/a");
+  EXPECT_TRUE(use.mounts[0].read_write);
+  EXPECT_EQ(use.mounts[1].source, "/dev/loop3p1");
+  EXPECT_FALSE(use.mounts[1].read_write);
   EXPECT_TRUE(use.mounted_read_write);
   DeviceUse ro;
   MountsFromMountinfo(info, {makedev(259, 1)}, &ro);
@@ -171,7 +174,8 @@ TEST_F(SourceDeviceTest, AMountedDeviceIsReadWithAWarning) {
   Shell("umount " + mnt);
   ASSERT_TRUE(s.ok()) << s.status().ToString();
   ASSERT_EQ(s->warnings.size(), 1u);
-  EXPECT_NE(s->warnings[0].find("is mounted read-write at " + mnt), std::string::npos) << s->warnings[0];
+  EXPECT_EQ(s->warnings[0], dev_ + " is mounted at " + mnt + " (read-write): files may change while they are read, "
+                            "so the image may be inconsistent (unmount it or remount it read-only first)");
 }
 
 }  // namespace
