@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 namespace flashpipe::output {
 namespace {
@@ -63,6 +64,21 @@ void MountsFromMountinfo(const std::string& mountinfo, const std::vector<dev_t>&
     use->mounted_read_write = use->mounted_read_write || rw;
     use->mounts.push_back({source, point, rw});
   }
+}
+
+std::string MountWarning(const std::string& path, const DeviceUse& use) {
+  std::vector<std::string> where;
+  bool whole = true;
+  for (const Mount& m : use.mounts) {
+    whole = whole && m.source == path;
+    where.push_back(fmt::format("{} at {} ({})", m.source, m.point, m.read_write ? "read-write" : "read-only"));
+  }
+  std::string what = whole ? fmt::format("{} is mounted at {}", path, use.mounts.front().point)
+                           : fmt::format("{} has mounted partitions: {}", path, fmt::join(where, ", "));
+  if (whole) what += use.mounted_read_write ? " (read-write)" : " (read-only)";
+  if (!use.mounted_read_write) return what;
+  return what + ": files may change while they are read, so the image may be inconsistent (unmount it or "
+                "remount it read-only first)";
 }
 
 DeviceUse FindDeviceUse(dev_t dev) {

@@ -26,6 +26,11 @@ struct DeviceUse {
 // `dev` is the device number of a block device (st_rdev).
 DeviceUse FindDeviceUse(dev_t dev);
 
+// What `read` says about a mounted device: "/dev/sdb is mounted at /mnt
+// (read-only)", or "/dev/sdb has mounted partitions: /dev/sdb1 at /boot
+// (read-only), ..."; a read-write mount adds why that matters.
+std::string MountWarning(const std::string& path, const DeviceUse& use);
+
 // The same, from the text of a mountinfo file and a list of the device
 // numbers to look for (the device and its partitions); for tests.
 void MountsFromMountinfo(const std::string& mountinfo, const std::vector<dev_t>& devs, DeviceUse* use);

@@ -37,23 +37,6 @@ Result<Resolved> Resolve(const std::string& spec) {
   return r;
 }
 
-// "/dev/sdb is mounted read-write at /mnt: ..." or, for partitions of it,
-// "/dev/sdb has mounted partitions: /dev/sdb1 at /boot (read-only), ...".
-std::string MountWarning(const std::string& path, const DeviceUse& use) {
-  std::vector<std::string> where;
-  bool whole = true;
-  for (const Mount& m : use.mounts) {
-    whole = whole && m.source == path;
-    where.push_back(fmt::format("{} at {} ({})", m.source, m.point, m.read_write ? "read-write" : "read-only"));
-  }
-  std::string what = whole ? fmt::format("{} is mounted at {}", path, use.mounts.front().point)
-                           : fmt::format("{} has mounted partitions: {}", path, fmt::join(where, ", "));
-  if (whole) what += use.mounted_read_write ? " (read-write)" : " (read-only)";
-  if (!use.mounted_read_write) return what;
-  return what + ": files may change while they are read, so the image may be inconsistent (unmount it or "
-                "remount it read-only first)";
-}
-
 // Claims the device (O_EXCL) or says why it may or may not be read without.
 Status Claim(const Resolved& r, bool force, ReadSource* src) {
   src->claim = UniqueFd(::open(r.path.c_str(), O_RDONLY | O_EXCL | O_CLOEXEC));

@@ -178,5 +178,14 @@ TEST_F(SourceDeviceTest, AMountedDeviceIsReadWithAWarning) {
                             "so the image may be inconsistent (unmount it or remount it read-only first)");
 }
 
+TEST(DeviceUseTest, TheWarningNamesAMountedPartitionAndSaysWhatReadWriteMeans) {
+  DeviceUse whole{.mounts = {{"/dev/sdb", "/mnt", false}}};
+  EXPECT_EQ(MountWarning("/dev/sdb", whole), "/dev/sdb is mounted at /mnt (read-only)");
+  DeviceUse parts{.mounts = {{"/dev/sdb1", "/boot", false}, {"/dev/sdb2", "/", true}}, .mounted_read_write = true};
+  EXPECT_EQ(MountWarning("/dev/sdb", parts),
+            "/dev/sdb has mounted partitions: /dev/sdb1 at /boot (read-only), /dev/sdb2 at / (read-write): files may "
+            "change while they are read, so the image may be inconsistent (unmount it or remount it read-only first)");
+}
+
 }  // namespace
 }  // namespace flashpipe::output
