@@ -2,6 +2,7 @@
 
 #include <sys/sysmacros.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -57,12 +58,11 @@ void MountsFromMountinfo(const std::string& mountinfo, const std::vector<dev_t>&
     if (dash != std::string::npos) std::istringstream(line.substr(dash + 3)) >> fstype >> source;
     unsigned maj = 0, min = 0;
     if (std::sscanf(majmin.c_str(), "%u:%u", &maj, &min) != 2) continue;
-    bool ours = false;
-    for (dev_t d : devs) ours = ours || (major(d) == maj && minor(d) == min);
-    if (!ours) continue;
+    auto it = std::find_if(devs.begin(), devs.end(), [&](dev_t d) { return major(d) == maj && minor(d) == min; });
+    if (it == devs.end()) continue;
     bool rw = options == "rw" || options.starts_with("rw,");
     use->mounted_read_write = use->mounted_read_write || rw;
-    use->mounts.push_back({source, point, rw});
+    use->mounts.push_back({source, point, rw, it != devs.begin()});
   }
 }
 
@@ -70,7 +70,7 @@ std::string MountWarning(const std::string& path, const DeviceUse& use) {
   std::vector<std::string> where;
   bool whole = true;
   for (const Mount& m : use.mounts) {
-    whole = whole && m.source == path;
+    whole = whole && !m.partition;
     where.push_back(fmt::format("{} at {} ({})", m.source, m.point, m.read_write ? "read-write" : "read-only"));
   }
   std::string what = whole ? fmt::format("{} is mounted at {}", path, use.mounts.front().point)

@@ -15,6 +15,7 @@ struct Mount {
   std::string source;  // what mountinfo names: "/dev/loop3p1"
   std::string point;   // "/mnt"
   bool read_write = false;
+  bool partition = false;  // a partition of the device, not the device itself
 };
 
 struct DeviceUse {
@@ -32,7 +33,7 @@ DeviceUse FindDeviceUse(dev_t dev);
 std::string MountWarning(const std::string& path, const DeviceUse& use);
 
 // The same, from the text of a mountinfo file and a list of the device
-// numbers to look for (the device and its partitions); for tests.
+// numbers to look for (the device, then its partitions); for tests.
 void MountsFromMountinfo(const std::string& mountinfo, const std::vector<dev_t>& devs, DeviceUse* use);
 
 }  // namespace flashpipe::output

@@ -115,8 +115,10 @@ TEST(DeviceUseTest, MountsOfTheDeviceAndItsPartitionsFromMountinfo) {
   EXPECT_EQ(use.mounts[0].source, "/dev/loop3");
   EXPECT_EQ(use.mounts[0].point, "/mnt/a");
   EXPECT_TRUE(use.mounts[0].read_write);
+  EXPECT_FALSE(use.mounts[0].partition);
   EXPECT_EQ(use.mounts[1].source, "/dev/loop3p1");
   EXPECT_FALSE(use.mounts[1].read_write);
+  EXPECT_TRUE(use.mounts[1].partition);
   EXPECT_TRUE(use.mounted_read_write);
   DeviceUse ro;
   MountsFromMountinfo(info, {makedev(259, 1)}, &ro);
@@ -181,7 +183,8 @@ TEST_F(SourceDeviceTest, AMountedDeviceIsReadWithAWarning) {
 TEST(DeviceUseTest, TheWarningNamesAMountedPartitionAndSaysWhatReadWriteMeans) {
   DeviceUse whole{.mounts = {{"/dev/sdb", "/mnt", false}}};
   EXPECT_EQ(MountWarning("/dev/sdb", whole), "/dev/sdb is mounted at /mnt (read-only)");
-  DeviceUse parts{.mounts = {{"/dev/sdb1", "/boot", false}, {"/dev/sdb2", "/", true}}, .mounted_read_write = true};
+  DeviceUse parts{.mounts = {{"/dev/sdb1", "/boot", false, true}, {"/dev/sdb2", "/", true, true}},
+                  .mounted_read_write = true};
   EXPECT_EQ(MountWarning("/dev/sdb", parts),
             "/dev/sdb has mounted partitions: /dev/sdb1 at /boot (read-only), /dev/sdb2 at / (read-write): files may "
             "change while they are read, so the image may be inconsistent (unmount it or remount it read-only first)");
