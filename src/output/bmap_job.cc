@@ -31,7 +31,8 @@ Status Create(const BmapRequest& req, input::Progress* progress, const std::func
   for (const std::string& w : src.warnings) {
     if (warn) warn(w);
   }
-  FP_ASSIGN_OR_RETURN(OutputFile out, OutputFile::Open(req.output, src.id, "bmap", /*text=*/true));
+  FP_ASSIGN_OR_RETURN(OutputFile out, OutputFile::Check(req.output, src.id, "bmap", /*text=*/true));
+  FP_RETURN_IF_ERROR(out.Open());
   UniqueFd temp;
   if (!out.regular()) {
     const char* dir = std::getenv("TMPDIR");

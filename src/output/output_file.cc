@@ -14,8 +14,8 @@ Status NotTheSource(const std::string& path, const FileId& source, std::string_v
   return Status::Ok();
 }
 
-Result<OutputFile> OutputFile::Open(const std::string& path, const FileId& source, std::string_view what,
-                                    bool text) {
+Result<OutputFile> OutputFile::Check(const std::string& path, const FileId& source, std::string_view what,
+                                     bool text) {
   OutputFile out;
   out.path_ = path;
   out.name_ = path == "-" ? "stdout" : path;
@@ -29,22 +29,28 @@ Result<OutputFile> OutputFile::Open(const std::string& path, const FileId& sourc
     return out;
   }
   FP_RETURN_IF_ERROR(NotTheSource(path, source, what));
-  FP_ASSIGN_OR_RETURN(bool regular, IsRegularOrAbsent(path));
-  if (regular) {
-    FP_ASSIGN_OR_RETURN(AtomicFile f, AtomicFile::Create(path));
-    out.file_.emplace(std::move(f));
-    return out;
-  }
+  FP_ASSIGN_OR_RETURN(out.regular_, IsRegularOrAbsent(path));
+  if (out.regular_) return out;
   struct stat st;
   if (::stat(path.c_str(), &st) != 0) return ErrnoError(fmt::format("stat {}", path));
   if (S_ISBLK(st.st_mode)) {
     return InvalidArgument(fmt::format("the {} {} is a block device: to copy an image onto a device, use "
                                        "flashpipe write IMAGE {}", what, path, path));
   }
-  out.owned_ = UniqueFd(::open(path.c_str(), O_WRONLY | O_CLOEXEC));
-  if (!out.owned_.valid()) return ErrnoError(fmt::format("cannot open {}", path));
-  out.stream_ = out.owned_.get();
   return out;
+}
+
+Status OutputFile::Open() {
+  if (path_ == "-") return Status::Ok();
+  if (regular_) {
+    FP_ASSIGN_OR_RETURN(AtomicFile f, AtomicFile::Create(path_));
+    file_.emplace(std::move(f));
+    return Status::Ok();
+  }
+  owned_ = UniqueFd(::open(path_.c_str(), O_WRONLY | O_CLOEXEC));
+  if (!owned_.valid()) return ErrnoError(fmt::format("cannot open {}", path_));
+  stream_ = owned_.get();
+  return Status::Ok();
 }
 
 Status OutputFile::Commit() {

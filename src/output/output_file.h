@@ -1,5 +1,5 @@
-// OutputFile: where one output of the read path goes, checked before it is
-// created. A regular file (or a name that does not exist yet) is written
+// OutputFile: where one output of the read path goes, checked (Check)
+// before it, or anything else, is created (Open). A regular file (or a name that does not exist yet) is written
 // through an AtomicFile: a temp file beside it, renamed over it by Commit()
 // after fsync, removed by anything short of that. "-" (stdout), a fifo or a
 // character device (/dev/null) is a stream written in place. Refused: the
@@ -20,13 +20,16 @@ namespace flashpipe::output {
 
 class OutputFile {
  public:
-  // `what` names the output in errors ("output", "bmap"). A terminal as
-  // stdout is refused unless `text` (a bmap may be shown there).
-  static Result<OutputFile> Open(const std::string& path, const FileId& source, std::string_view what,
-                                 bool text = false);
+  // Every check, nothing created yet. `what` names the output in errors
+  // ("output", "bmap"). A terminal as stdout is refused unless `text` (a bmap
+  // may be shown there).
+  static Result<OutputFile> Check(const std::string& path, const FileId& source, std::string_view what,
+                                  bool text = false);
+  // Creates the temp file (regular files) or opens the stream.
+  Status Open();
 
   int fd() const { return file_ ? file_->fd() : stream_; }
-  bool regular() const { return file_.has_value(); }
+  bool regular() const { return regular_; }
   const std::string& name() const { return name_; }  // the path, or "stdout"
   const std::string& path() const { return path_; }
   // Regular files: fsync and rename into place. Streams: nothing to do.
@@ -34,6 +37,7 @@ class OutputFile {
 
  private:
   std::string path_, name_;
+  bool regular_ = false;
   std::optional<AtomicFile> file_;
   UniqueFd owned_;
   int stream_ = -1;

@@ -85,11 +85,11 @@ Status ReadJob::Open() {
     report_.warnings.push_back(w);
     if (warn_) warn_(w);
   }
-  if (req_.max_size > 0) {  // parts OUTPUT.N, opened when they are cut
+  // Every check first, then the files.
+  if (req_.max_size > 0) {  // parts OUTPUT.N, checked and created when they are cut
     FP_RETURN_IF_ERROR(NotTheSource(req_.output, src_.id, "output"));
-    FP_ASSIGN_OR_RETURN(staging_, AnonymousFileBeside(req_.output));
   } else {
-    FP_ASSIGN_OR_RETURN(OutputFile image, OutputFile::Open(req_.output, src_.id, "output"));
+    FP_ASSIGN_OR_RETURN(OutputFile image, OutputFile::Check(req_.output, src_.id, "output"));
     image_.emplace(std::move(image));
     if (req_.verify && !image_->regular()) {
       return InvalidArgument(fmt::format("--verify reads the output back: {} is not a regular file", image_->name()));
@@ -97,9 +97,14 @@ Status ReadJob::Open() {
   }
   if (!req_.bmap.empty()) {
     if (req_.bmap == req_.output) return InvalidArgument("the bmap and the output are the same file");
-    FP_ASSIGN_OR_RETURN(OutputFile bmap, OutputFile::Open(req_.bmap, src_.id, "bmap"));
+    FP_ASSIGN_OR_RETURN(OutputFile bmap, OutputFile::Check(req_.bmap, src_.id, "bmap"));
     if (!bmap.regular()) return InvalidArgument(fmt::format("the bmap {} must be a regular file", req_.bmap));
     bmap_.emplace(std::move(bmap));
+  }
+  if (image_) FP_RETURN_IF_ERROR(image_->Open());
+  if (bmap_) FP_RETURN_IF_ERROR(bmap_->Open());
+  if (req_.max_size > 0) {
+    FP_ASSIGN_OR_RETURN(staging_, AnonymousFileBeside(req_.output));
   }
   return Status::Ok();
 }
