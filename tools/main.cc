@@ -30,6 +30,7 @@ constexpr Command kCommands[] = {
     {"append2simg", flashpipe::tools::RunAppend2simg, "append raw data to a sparse image"},
     {"resparse", flashpipe::tools::RunResparse, "split a sparse image into parts of at most N bytes"},
     {"dump", flashpipe::tools::RunDump, "print a sparse image's header, chunks and totals"},
+    {"lp", flashpipe::tools::RunLp, "Android super partitions: lp dump, lp make, lp unpack (like lpdump/lpmake/lpunpack)"},
 };
 
 constexpr const char* kSummary = "disk images onto storage at the speed of the storage";
