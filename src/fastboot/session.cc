@@ -256,24 +256,24 @@ Result<std::string> Session::DoDownload(const std::string& arg) {
     return st;
   }
   RateFloor floor(device_->config().limits, Clock::now());
-  while (device_->download_received() < size) {
+  DownloadTarget& target = device_->download_target();
+  for (;;) {
     auto now = Clock::now();
-    Status limit = now >= deadline_ ? Expired() : floor.Check(device_->download_received(), now);
-    if (!limit.ok()) {
+    Status over = now >= deadline_ ? Expired() : floor.Check(target.received(), now);
+    if (!over.ok()) {
+      uint64_t at = target.received();
       device_->AbortDownload();
-      uint64_t at = device_->download_received();
-      return EndSession(limit.WithContext(fmt::format("download at byte {} of {}", at, size)));
+      return EndSession(over.WithContext(fmt::format("download at byte {} of {}", at, size)));
     }
     transport_->set_deadline(std::min(deadline_, floor.next_check()));
-    auto n = transport_->ReadData(device_->DownloadWindow());
-    if (!n.ok() && n.status().code() == Code::kTimedOut) continue;  // a limit to check, above
-    if (!n.ok()) {
-      device_->AbortDownload();
-      transport_error_ = n.status().WithContext(
-          fmt::format("download at byte {} of {}", device_->download_received(), size));
-      return transport_error_;
-    }
-    device_->Arrived(*n);
+    Status st = transport_->ReceiveDownload(target);
+    if (st.ok()) break;
+    if (st.code() == Code::kTimedOut) continue;  // a limit to check, above
+    device_->AbortDownload();
+    st = st.WithContext(fmt::format("download at byte {} of {}", device_->download_received(), size));
+    // Malformed data (USB: more than announced) leaves the link usable: FAIL it.
+    if (st.code() != Code::kInvalidArgument) transport_error_ = st;
+    return st;
   }
   device_->EndDownload();
   return std::string();

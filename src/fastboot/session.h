@@ -39,6 +39,8 @@ class Session {
   // kTimedOut when a time limit ended it; another error when the transport
   // failed in a way that ends it.
   Status Run();
+  // Run() ended with reboot*/continue (the USB transport then re-enumerates).
+  bool rebooted() const { return after_ == After::kReboot; }
 
  private:
   using Handler = Result<std::string> (Session::*)(const std::string& arg);

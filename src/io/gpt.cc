@@ -1,4 +1,4 @@
-#include "fastboot/gpt.h"
+#include "io/gpt.h"
 
 #include <algorithm>
 #include <cstring>
@@ -7,7 +7,7 @@
 #include "base/endian.h"
 #include "base/log.h"
 
-namespace flashpipe::fastboot {
+namespace flashpipe::io {
 namespace {
 
 constexpr char kSignature[8] = {'E', 'F', 'I', ' ', 'P', 'A', 'R', 'T'};
@@ -193,4 +193,4 @@ Result<GptTable> ReadGpt(const ReadAtFn& read_at, uint64_t disk_size, uint32_t s
   return r512.status();
 }
 
-}  // namespace flashpipe::fastboot
+}  // namespace flashpipe::io
