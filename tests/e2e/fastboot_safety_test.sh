@@ -206,6 +206,7 @@ deadline_checks() {
     pass "$t: a download below --min-download-rate FAILs and ends the session"
 
     start_daemon "${PARTS[@]}" --session-timeout 2 --min-download-rate 0
+    rm -f "$work/hold.out"
     $WIRE "$t-hold" 127.0.0.1 "$PORT" 6 >"$work/hold.out" & local hold=$!
     for _ in $(seq 50); do grep -q "ok:" "$work/hold.out" && break; sleep 0.1; done
     sleep 2.5
