@@ -2,12 +2,12 @@
 
 #include <gtest/gtest.h>
 
-#include <filesystem>
 #include <fstream>
 #include <random>
 
 #include "input/sources.h"
 #include "testing/image_recorder.h"
+#include "testing/temp_dir.h"
 
 namespace flashpipe::input {
 namespace {
@@ -221,16 +221,12 @@ namespace {
 class BmapFileTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/fp_bmap_file.XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
     image_.resize(1200 * 4096 + 10);
     std::mt19937 rng(7);
     for (auto& b : image_) b = static_cast<uint8_t>(rng());
   }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
   std::string Save(const std::string& name, const void* p, size_t n) {
-    std::string path = dir_ + "/" + name;
+    std::string path = dir_ / name;
     std::ofstream(path, std::ios::binary).write(static_cast<const char*>(p), static_cast<std::streamsize>(n));
     return path;
   }
@@ -249,7 +245,7 @@ class BmapFileTest : public ::testing::Test {
     x.replace(x.find(std::string(64, '0')), 64, real);
     return x;
   }
-  std::string dir_;
+  testing::TempDir dir_;
   std::vector<uint8_t> image_;
 };
 

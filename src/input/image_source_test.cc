@@ -5,14 +5,13 @@
 #include <unistd.h>
 
 #include <cstdlib>
-#include <filesystem>
-#include <fstream>
 #include <random>
 
 #include "input/sources.h"
-#include "testing/image_recorder.h"
 #include "testing/gzip.h"
+#include "testing/image_recorder.h"
 #include "testing/sparse_builder.h"
+#include "testing/temp_dir.h"
 
 namespace flashpipe::input {
 namespace {
@@ -24,15 +23,9 @@ using testing::SparseBuilder;
 
 class ImageSourceTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/fp_input_test.XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
   std::string Write(const std::string& name, std::span<const uint8_t> bytes) {
-    std::string path = dir_ + "/" + name;
-    std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+    std::string path = dir_ / name;
+    testing::WriteFile(path, {bytes.begin(), bytes.end()});
     return path;
   }
   Result<ImageRecorder> Expand(const std::string& spec, SourceOptions o = {}) {
@@ -44,7 +37,7 @@ class ImageSourceTest : public ::testing::Test {
     size_ = src->image_size();
     return rec;
   }
-  std::string dir_;
+  testing::TempDir dir_;
   std::string kind_;
   std::optional<uint64_t> known_;
   uint64_t size_ = 0;
@@ -99,7 +92,7 @@ TEST_F(ImageSourceTest, SparseFileTruncatedInsideRawNamesChunkAndOffset) {
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), Code::kCorrupt);
   EXPECT_EQ(r.status().message(),
-            dir_ + "/t.simg: chunk 0 at input byte 0x1c: truncated RAW payload (5000 of 12288 bytes) at input byte 0x13b0");
+            dir_.path() + "/t.simg: chunk 0 at input byte 0x1c: truncated RAW payload (5000 of 12288 bytes) at input byte 0x13b0");
 }
 
 TEST_F(ImageSourceTest, SparseFileWithBadHeaderIsRefusedAtOpen) {
@@ -109,12 +102,12 @@ TEST_F(ImageSourceTest, SparseFileWithBadHeaderIsRefusedAtOpen) {
   auto bad = OpenImage(Write("h.simg", bytes), {});
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().message(),
-            dir_ + "/h.simg: file header at input byte 0x0: blk_sz 6 is not a non-zero multiple of 4");
+            dir_.path() + "/h.simg: file header at input byte 0x0: blk_sz 6 is not a non-zero multiple of 4");
   bytes.resize(20);
   auto shorter = OpenImage(Write("s.simg", bytes), {});
   ASSERT_FALSE(shorter.ok());
   EXPECT_EQ(shorter.status().message(),
-            dir_ + "/s.simg: input byte 0x14: truncated in the file header (20 of 28 bytes)");
+            dir_.path() + "/s.simg: input byte 0x14: truncated in the file header (20 of 28 bytes)");
 }
 
 TEST_F(ImageSourceTest, SparseFileWithBadCrcIsAnErrorUnlessUnchecked) {
@@ -129,7 +122,7 @@ TEST_F(ImageSourceTest, SparseFileWithBadCrcIsAnErrorUnlessUnchecked) {
 
 TEST_F(ImageSourceTest, RawFileHolesBecomeZeroFill) {
   auto data = Random(8192, 5);
-  std::string path = dir_ + "/r.img";
+  std::string path = dir_.path() + "/r.img";
   {
     UniqueFd fd(open(path.c_str(), O_CREAT | O_WRONLY, 0644));
     ASSERT_EQ(pwrite(fd.get(), data.data(), 4096, 0), 4096);
@@ -209,7 +202,7 @@ TEST_F(ImageSourceTest, GzipOfRawFindsZeroRuns) {
 TEST_F(ImageSourceTest, FifoStreamOfSparse) {
   SparseBuilder b = Sample();
   auto bytes = b.Build();
-  std::string path = dir_ + "/fifo";
+  std::string path = dir_.path() + "/fifo";
   ASSERT_EQ(mkfifo(path.c_str(), 0600), 0);
   std::thread writer([&] {
     int fd = open(path.c_str(), O_WRONLY);
@@ -228,7 +221,7 @@ TEST_F(ImageSourceTest, FifoStreamOfSparse) {
 
 TEST_F(ImageSourceTest, FifoWriterDyingMidSparseIsAnError) {
   auto bytes = Sample().Build();
-  std::string path = dir_ + "/fifo";
+  std::string path = dir_.path() + "/fifo";
   ASSERT_EQ(mkfifo(path.c_str(), 0600), 0);
   std::thread writer([&] {
     int fd = open(path.c_str(), O_WRONLY);
@@ -241,7 +234,7 @@ TEST_F(ImageSourceTest, FifoWriterDyingMidSparseIsAnError) {
 }
 
 TEST_F(ImageSourceTest, MissingImage) {
-  auto r = Expand(dir_ + "/nope.img");
+  auto r = Expand(dir_.path() + "/nope.img");
   EXPECT_EQ(r.status().code(), Code::kIoError);
   EXPECT_NE(r.status().message().find("nope.img"), std::string::npos);
 }

@@ -8,13 +8,14 @@
 #include <cstring>
 
 #include "io/image_writer.h"
-#include "io/io_test_util.h"
+#include "testing/image_events.h"
+#include "testing/temp_dir.h"
 
 namespace flashpipe::io {
 namespace {
 
 TEST(TargetTest, CreatesAndSizesFile) {
-  test::TempDir dir;
+  testing::TempDir dir;
   TargetOptions o;
   o.create = true;
   o.truncate_to = 3 << 20;
@@ -32,20 +33,20 @@ TEST(TargetTest, CreatesAndSizesFile) {
 }
 
 TEST(TargetTest, TruncateDropsOldContent) {
-  test::TempDir dir;
-  test::WriteAll(dir.File("old.img"), std::vector<uint8_t>(8192, 0x77));
+  testing::TempDir dir;
+  testing::WriteFile(dir.File("old.img"), std::vector<uint8_t>(8192, 0x77));
   TargetOptions o;
   o.truncate_to = 16384;
   auto t = Target::Open(dir.File("old.img"), o);
   ASSERT_TRUE(t.ok());
-  auto data = test::ReadAll(dir.File("old.img"));
+  auto data = testing::ReadFile(dir.File("old.img"));
   ASSERT_EQ(data.size(), 16384u);
   EXPECT_TRUE(std::all_of(data.begin(), data.end(), [](uint8_t b) { return b == 0; }));
 }
 
 TEST(TargetTest, ExistingFileKeepsSizeAndIsNotFresh) {
-  test::TempDir dir;
-  test::WriteAll(dir.File("old.img"), std::vector<uint8_t>(12345, 1));
+  testing::TempDir dir;
+  testing::WriteFile(dir.File("old.img"), std::vector<uint8_t>(12345, 1));
   auto t = Target::Open(dir.File("old.img"), {});
   ASSERT_TRUE(t.ok());
   EXPECT_EQ((*t)->geometry().size, 12345u);
@@ -53,7 +54,7 @@ TEST(TargetTest, ExistingFileKeepsSizeAndIsNotFresh) {
 }
 
 TEST(TargetTest, MissingFileWithoutCreateIsNotFound) {
-  test::TempDir dir;
+  testing::TempDir dir;
   auto t = Target::Open(dir.File("nope"), {});
   EXPECT_EQ(t.status().code(), Code::kNotFound);
 }
@@ -70,13 +71,13 @@ TEST(TargetTest, MissingDevPathNeverBecomesAFile) {
 }
 
 TEST(TargetTest, RefusesDirectoriesAndCharDevices) {
-  test::TempDir dir;
+  testing::TempDir dir;
   EXPECT_EQ(Target::Open(dir.path(), {}).status().code(), Code::kInvalidArgument);
   EXPECT_EQ(Target::Open("/dev/null", {}).status().code(), Code::kInvalidArgument);
 }
 
 TEST(TargetTest, WindowBounds) {
-  test::TempDir dir;
+  testing::TempDir dir;
   TargetOptions o;
   o.create = true;
   o.truncate_to = 1 << 20;
@@ -98,7 +99,7 @@ TEST(TargetTest, WindowBounds) {
 }
 
 TEST(TargetTest, WindowDefaultsToTheRest) {
-  test::TempDir dir;
+  testing::TempDir dir;
   TargetOptions o;
   o.create = true;
   o.truncate_to = 1 << 20;
@@ -134,7 +135,7 @@ TEST(TargetTest, TmpfsFallsBackOrKeepsDirect) {
 // writer still produces the right bytes through it.
 TEST(TargetTest, NoDirectIoFilesystemFallsBackToBuffered) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root to mount ramfs";
-  test::TempDir mnt;
+  testing::TempDir mnt;
   ASSERT_EQ(mount("ramfs", mnt.path().c_str(), "ramfs", 0, nullptr), 0) << strerror(errno);
   {
     TargetOptions o;
@@ -152,7 +153,7 @@ TEST(TargetTest, NoDirectIoFilesystemFallsBackToBuffered) {
     ASSERT_TRUE((*w)->OnRaw(0, data).ok());
     Status s = (*w)->Finish();
     ASSERT_TRUE(s.ok()) << s.ToString();
-    EXPECT_EQ(test::ReadAll(mnt.File("f")), data);
+    EXPECT_EQ(testing::ReadFile(mnt.File("f")), data);
   }
   umount2(mnt.path().c_str(), MNT_DETACH);
 }
