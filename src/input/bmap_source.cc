@@ -55,7 +55,7 @@ class BmapSource : public ImageSource {
     uint64_t begin = bmap_.RangeBegin(r), end = bmap_.RangeEnd(r);
     for (uint64_t at = begin; at < end;) {
       size_t want = static_cast<size_t>(std::min<uint64_t>(buf.size(), end - at));
-      FP_ASSIGN_OR_RETURN(size_t got, ReadFull(*reader_, std::span(buf).first(want)));
+      FP_ASSIGN_OR_RETURN(size_t got, reader_->ReadUpTo(std::span(buf).first(want)));
       if (got < want) {
         return Corrupt(fmt::format("{}: image ends at byte {}", RangeName(i, r), at + got));
       }

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "base/endian.h"
+#include "base/fd_io.h"
 #include "base/zero.h"
 
 namespace flashpipe::input {
@@ -26,14 +27,7 @@ Status CompareSink::ReadBack(uint64_t offset, uint64_t length, Check check) {
     uint64_t abs = target_->window_offset() + offset;
     uint64_t start = abs / align * align;
     uint64_t end = (abs + n + align - 1) / align * align;
-    uint64_t got = 0;
-    while (got < end - start) {
-      ssize_t r = ::pread(target_->fd(), buf_.data() + got, end - start - got, static_cast<off_t>(start + got));
-      if (r < 0 && errno == EINTR) continue;
-      if (r < 0) return ErrnoError(fmt::format("{}: read back at byte {:#x}", target_->path(), start + got));
-      if (r == 0) break;
-      got += static_cast<uint64_t>(r);
-    }
+    FP_ASSIGN_OR_RETURN(uint64_t got, PreadUpTo(target_->fd(), {buf_.data(), end - start}, start, target_->path()));
     if (start + got < abs + n) {
       return Corrupt(fmt::format("{}: ends at byte {:#x}, inside the image (which goes on to byte {:#x} or beyond)",
                                  target_->path(), start + got, abs + n));

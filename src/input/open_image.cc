@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/fd_io.h"
 #include "input/decompress_reader.h"
 #include "input/detect.h"
 #include "input/sources.h"
@@ -91,9 +92,8 @@ Result<std::unique_ptr<ImageSource>> OpenPath(const std::string& path, const Sou
   if (!S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode)) return OpenStream(FdReader::Own(std::move(fd), path), options, bmap);
   FP_ASSIGN_OR_RETURN(uint64_t size, SourceSize(fd.get(), st, path));
   uint8_t head[kDetectBytes] = {};
-  ssize_t n = ::pread(fd.get(), head, sizeof head, 0);
-  if (n < 0) return ErrnoError(fmt::format("cannot read image {}", path));
-  ImageKind kind = DetectKind(std::span<const uint8_t>(head, static_cast<size_t>(n)));
+  FP_ASSIGN_OR_RETURN(size_t n, PreadUpTo(fd.get(), head, 0, path));
+  ImageKind kind = DetectKind(std::span<const uint8_t>(head, n));
   if (bmap != nullptr && kind == ImageKind::kRaw) {
     if (size < bmap->image_size) {
       return Corrupt(fmt::format("image {} has {} bytes, fewer than bmap ImageSize {}", path, size, bmap->image_size));
@@ -104,12 +104,11 @@ Result<std::unique_ptr<ImageSource>> OpenPath(const std::string& path, const Sou
   if (kind == ImageKind::kSparse) {
     // Check the file header before any target is opened, created or truncated.
     uint8_t hdr[sparse::kFileHeaderSize] = {};
-    ssize_t h = ::pread(fd.get(), hdr, sizeof hdr, 0);
-    if (h < 0) return ErrnoError(fmt::format("cannot read image {}", path));
+    FP_ASSIGN_OR_RETURN(size_t h, PreadUpTo(fd.get(), hdr, 0, path));
     sparse::NullSink null;
     sparse::Decoder dec(&null, options.decoder);
-    Status s = dec.Feed(std::span<const uint8_t>(hdr, static_cast<size_t>(h)));
-    if (s.ok() && static_cast<size_t>(h) < sizeof hdr) s = dec.Finish();
+    Status s = dec.Feed(std::span<const uint8_t>(hdr, h));
+    if (s.ok() && h < sizeof hdr) s = dec.Finish();
     if (!s.ok()) return s.WithContext(path);
     return MakeSparseFileSource(std::move(fd), path, size, options.decoder);
   }

@@ -50,7 +50,7 @@ class StreamSource : public ImageSource {
     std::vector<uint8_t> buf(options_.read_size);
     while (true) {
       // Whole buffers keep zero-run detection aligned to the image offset.
-      FP_ASSIGN_OR_RETURN(size_t n, ReadFull(*reader_, buf));
+      FP_ASSIGN_OR_RETURN(size_t n, reader_->ReadUpTo(buf));
       if (n == 0) break;
       auto data = std::span<const uint8_t>(buf).first(n);
       if (options_.detect_zeros) {
