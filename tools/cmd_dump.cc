@@ -104,9 +104,9 @@ int RunDump(int argc, char** argv) {
   DumpSink sink(json);
   Status s = sparse::DecodeFd(fd->get(), sink, {.check_crc = !no_crc}, path);
   sink.End(s);
-  std::fflush(stdout);
+  Status out = FlushStdout();
   if (!s.ok() && s.code() == Code::kCorrupt) s = s.WithContext(path);
-  return ExitWith("dump", s);
+  return ExitWith("dump", s.ok() ? out : s);
 }
 
 }  // namespace flashpipe::tools

@@ -24,7 +24,10 @@ void AddFlags(CLI::App& app, input::WriteRequest& r, Flags& f) {
   app.add_option("--bmap", r.source.bmap_path, "bmaptool block map of a raw image: write only its mapped ranges");
   app.add_flag("--verify", r.writer.verify, "read every target back (O_DIRECT) and compare");
   app.add_flag("--verify-only", f.verify_only, "do not write: compare the targets with the image");
-  app.add_flag("--force", r.force, "write to a block device even if it is mounted or in use");
+  app.add_flag("--force", r.force,
+               "write to a block device even if it is mounted or in use, or to a file behind a loop device in use");
+  app.add_flag("--in-place", r.in_place,
+               "write existing regular files in place (default: a temporary file beside, renamed when complete)");
   app.add_flag("--first-block-last", r.writer.first_block_last, "write the first MiB only after all else succeeded");
   app.add_option("--zero-mode", f.zero_mode, "zero ranges: auto (zeroout/holes) or write (real zeros)");
   app.add_flag("--discard", r.writer.discard, "DONT_CARE ranges: BLKDISCARD on block devices");
@@ -69,8 +72,12 @@ int RunWrite(int argc, char** argv) {
   input::Progress progress(stderr, ProgressModeFor(flags));
   input::WriteReport report =
       flags.verify_only ? input::VerifyOnly(request, &progress) : input::RunWriteJob(request, &progress);
-  if (flags.json) std::printf("%s\n", input::ReportJson(report).c_str());
-  return ExitWith("write", report.status);
+  Status out;
+  if (flags.json) {
+    std::printf("%s\n", input::ReportJson(report).c_str());
+    out = FlushStdout();
+  }
+  return ExitWith("write", report.status.ok() ? out : report.status);
 }
 
 }  // namespace flashpipe::tools

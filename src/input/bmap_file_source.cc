@@ -34,7 +34,7 @@ class BmapFileSource : public ImageSource {
  public:
   BmapFileSource(UniqueFd fd, std::string name, Bmap bmap)
       : fd_(std::move(fd)), name_(std::move(name)), bmap_(std::move(bmap)) {}
-  std::string kind() const override { return "raw+bmap"; }
+  ImageForm form() const override { return {.bmap = true}; }
   std::optional<uint64_t> known_size() const override { return bmap_.image_size; }
   uint64_t image_size() const override { return bmap_.image_size; }
 

@@ -12,9 +12,9 @@ namespace {
 
 class BmapSource : public ImageSource {
  public:
-  BmapSource(std::unique_ptr<ByteReader> reader, Bmap bmap, std::string prefix)
-      : reader_(std::move(reader)), bmap_(std::move(bmap)), prefix_(std::move(prefix)) {}
-  std::string kind() const override { return prefix_ + "raw+bmap"; }
+  BmapSource(std::unique_ptr<ByteReader> reader, Bmap bmap, ImageKind compression)
+      : reader_(std::move(reader)), bmap_(std::move(bmap)), compression_(compression) {}
+  ImageForm form() const override { return {.compression = compression_, .bmap = true}; }
   std::optional<uint64_t> known_size() const override { return bmap_.image_size; }
   uint64_t image_size() const override { return bmap_.image_size; }
 
@@ -75,13 +75,13 @@ class BmapSource : public ImageSource {
 
   std::unique_ptr<ByteReader> reader_;
   Bmap bmap_;
-  std::string prefix_;
+  ImageKind compression_;
 };
 
 }  // namespace
 
-std::unique_ptr<ImageSource> MakeBmapSource(std::unique_ptr<ByteReader> reader, Bmap bmap, std::string kind_prefix) {
-  return std::make_unique<BmapSource>(std::move(reader), std::move(bmap), std::move(kind_prefix));
+std::unique_ptr<ImageSource> MakeBmapSource(std::unique_ptr<ByteReader> reader, Bmap bmap, ImageKind compression) {
+  return std::make_unique<BmapSource>(std::move(reader), std::move(bmap), compression);
 }
 
 }  // namespace flashpipe::input

@@ -76,7 +76,7 @@ TEST_P(BmapVersionTest, ParsesAndWritesOnlyMappedRanges) {
   EXPECT_EQ(b->ranges[0].checksum.empty(), v == "1.2");
 
   testing::ImageRecorder rec(/*mark_skips=*/true);
-  auto src = MakeBmapSource(std::make_unique<testing::ByteVectorReader>(f.image, 5000), *b, "");
+  auto src = MakeBmapSource(std::make_unique<testing::ByteVectorReader>(f.image, 5000), *b, ImageKind::kRaw);
   ASSERT_TRUE(src->Run(&rec).ok());
   ASSERT_EQ(rec.image.size(), f.image.size());
   for (uint64_t i = 0; i < f.image.size(); ++i) {
@@ -190,7 +190,7 @@ TEST(BmapSourceTest, RangeChecksumMismatchStopsAfterThatRange) {
   auto image = f.image;
   image[2 * 4096 + 5] ^= 1;  // inside range 0 (blocks 1-3)
   testing::ImageRecorder rec;
-  auto src = MakeBmapSource(std::make_unique<testing::ByteVectorReader>(image, SIZE_MAX, "img"), *b, "");
+  auto src = MakeBmapSource(std::make_unique<testing::ByteVectorReader>(image, SIZE_MAX, "img"), *b, ImageKind::kRaw);
   Status s = src->Run(&rec);
   ASSERT_EQ(s.code(), Code::kCorrupt);
   EXPECT_NE(s.message().find("bmap range 0 (blocks 1-3"), std::string::npos) << s.ToString();
@@ -205,7 +205,7 @@ TEST(BmapSourceTest, ShortImageIsAnError) {
   auto image = f.image;
   image.resize(9 * 4096 + 10);
   testing::ImageRecorder rec;
-  Status s = MakeBmapSource(std::make_unique<testing::ByteVectorReader>(image), *b, "")->Run(&rec);
+  Status s = MakeBmapSource(std::make_unique<testing::ByteVectorReader>(image), *b, ImageKind::kRaw)->Run(&rec);
   EXPECT_EQ(s.code(), Code::kCorrupt);
   EXPECT_NE(s.message().find("image ends at byte"), std::string::npos) << s.ToString();
 }

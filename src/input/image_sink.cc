@@ -26,10 +26,11 @@ Result<uint32_t> ImageSink::RawFromFd(uint64_t out_offset, int fd, uint64_t in_o
   return crc;
 }
 
-Status CheckFits(uint64_t image_size, uint64_t capacity, std::string_view what) {
+Status CheckFits(uint64_t image_size, uint64_t capacity, std::string_view what, bool lower_bound) {
   if (capacity == 0 || image_size <= capacity) return Status::Ok();
-  return NoSpace(fmt::format("image of {} bytes ({}) does not fit {} of {} bytes ({}); nothing written",
-                             image_size, FormatBytes(image_size), what, capacity, FormatBytes(capacity)));
+  return NoSpace(fmt::format("image of {}{} bytes ({}) does not fit {} of {} bytes ({}); nothing written",
+                             lower_bound ? "at least " : "", image_size, FormatBytes(image_size), what, capacity,
+                             FormatBytes(capacity)));
 }
 
 Status WriterSink::OnHeader(const sparse::FileHeader& header) {

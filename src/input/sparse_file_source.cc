@@ -49,7 +49,7 @@ class SparseFileSource : public ImageSource {
     uint8_t head[sparse::kFileHeaderSize] = {};
     if (PreadExact(fd_.get(), head, 0, name_).ok()) header_ = sparse::ParseFileHeader(head);
   }
-  std::string kind() const override { return "sparse"; }
+  ImageForm form() const override { return {.sparse = true}; }
   std::optional<uint64_t> known_size() const override { return header_.image_size(); }
   uint64_t image_size() const override { return header_.image_size(); }
 

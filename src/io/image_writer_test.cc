@@ -440,7 +440,7 @@ TEST(WriterVerifyTest, CatchesCorruptionAfterWrite) {
   ASSERT_TRUE(w->OnRaw(0, data).ok());
   ASSERT_TRUE(w->OnFill(3 << 20, 1 << 20, 0x01020304).ok());
   Status s = w->Finish();
-  EXPECT_EQ(s.code(), Code::kCorrupt);
+  EXPECT_EQ(s.code(), Code::kMismatch);
   EXPECT_NE(s.message().find("image offset 0x25000"), std::string::npos) << s.ToString();
   EXPECT_FALSE(w->stats().verified);
 }
@@ -459,7 +459,7 @@ TEST(WriterVerifyTest, CatchesCorruptedFill) {
   auto w = rig.Writer(wo);
   ASSERT_TRUE(w->OnFill(0, 4 << 20, 0).ok());
   Status s = w->Finish();
-  EXPECT_EQ(s.code(), Code::kCorrupt);
+  EXPECT_EQ(s.code(), Code::kMismatch);
   EXPECT_NE(s.message().find("image offset 0x202000"), std::string::npos) << s.ToString();
 }
 

@@ -72,6 +72,7 @@ Status ImageWriter::Impl::Issue(DevState& d, OpKind kind, uint64_t begin, uint64
   while (overlaps()) FP_RETURN_IF_ERROR(WaitDevice(d));
   IoOp op{kind, d.dev.window_offset + begin, length, buf, BufIndex(d, ref), next_tag++};
   last_tag = op.tag;
+  if (kind != OpKind::kRead) stats.changed_end = std::max(stats.changed_end, begin + length);
   if (Status s = q->Submit(op); !s.ok()) {
     failed = s.WithContext(fmt::format("{}: image offset 0x{:x}", d.dev.name, begin));
     return failed;
