@@ -78,8 +78,8 @@ SizeHint ZstdSize(FileBytes& file) {
     std::span<const uint8_t> head = file.At(pos, ZSTD_FRAMEHEADERSIZE_MAX);
     ZSTD_frameHeader fh;
     if (ZSTD_getFrameHeader(&fh, head.data(), head.size()) != 0) return {std::nullopt, total};
-    if (fh.frameType == ZSTD_skippableFrame) {
-      pos += fh.headerSize + fh.frameContentSize;
+    if (fh.frameType == ZSTD_skippableFrame) {  // headerSize is not set for these
+      pos += ZSTD_SKIPPABLEHEADERSIZE + fh.frameContentSize;
       continue;
     }
     if (fh.frameContentSize == ZSTD_CONTENTSIZE_UNKNOWN) return {std::nullopt, total};

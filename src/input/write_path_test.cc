@@ -9,8 +9,8 @@
 
 #include "input/image_source.h"
 #include "input/write_job.h"
+#include "testing/compress.h"
 #include "testing/fault_queue.h"
-#include "testing/gzip.h"
 #include "testing/sparse_builder.h"
 #include "testing/temp_dir.h"
 

@@ -1,10 +1,13 @@
 // Target on regular files: opening rules, geometry, window bounds.
 #include "io/target.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "io/image_writer.h"
@@ -68,6 +71,63 @@ TEST(TargetTest, MissingDevPathNeverBecomesAFile) {
   EXPECT_NE(t.status().message().find("/dev/flashpipe-test-no-such-disk"), std::string::npos);
   struct stat st;
   EXPECT_NE(stat("/dev/flashpipe-test-no-such-disk", &st), 0);
+}
+
+// bench creates its own files: never through a symlink whose target is
+// missing (the file would appear elsewhere and the link be removed later).
+TEST(TargetTest, CreateRefusesADanglingSymlink) {
+  testing::TempDir dir;
+  ASSERT_EQ(symlink(dir.File("elsewhere").c_str(), dir.File("link").c_str()), 0);
+  auto t = Target::Open(dir.File("link"), {.create = true, .truncate_to = 4096});
+  EXPECT_EQ(t.status().code(), Code::kInvalidArgument) << t.status().ToString();
+  EXPECT_NE(t.status().message().find("symbolic link"), std::string::npos) << t.status().ToString();
+  struct stat st;
+  EXPECT_NE(stat(dir.File("elsewhere").c_str(), &st), 0) << "a file was created through the link";
+  EXPECT_EQ(lstat(dir.File("link").c_str(), &st), 0);
+}
+
+// An AtomicFile's temporary file is opened without O_DIRECT; the target
+// turns it on, so the writer's aligned requests skip the page cache there too.
+TEST(TargetTest, AdoptTurnsOnDirectIoAndSizes) {
+  testing::TempDir dir;
+  testing::WriteFile(dir.File("t"), std::vector<uint8_t>(5000, 9));
+  int fd = open(dir.File("t").c_str(), O_RDWR | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  ASSERT_FALSE(fcntl(fd, F_GETFL) & O_DIRECT);
+  auto t = Target::Adopt(UniqueFd(fd), "out.img", {.truncate_to = 3 << 20});
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  EXPECT_TRUE((*t)->geometry().direct);  // ext4/xfs temp dirs support O_DIRECT
+  EXPECT_TRUE(fcntl((*t)->fd(), F_GETFL) & O_DIRECT);
+  EXPECT_EQ((*t)->geometry().size, 3u << 20);
+  EXPECT_EQ((*t)->window_size(), 3u << 20);
+  EXPECT_TRUE((*t)->fresh());
+  EXPECT_EQ((*t)->path(), "out.img");
+  auto data = testing::ReadFile(dir.File("t"));
+  EXPECT_TRUE(std::all_of(data.begin(), data.end(), [](uint8_t b) { return b == 0; }));
+}
+
+TEST(TargetTest, TruncateRefusesSizesNoFileCanHave) {
+  testing::TempDir dir;
+  testing::WriteFile(dir.File("t"), std::vector<uint8_t>(5000, 9));
+  auto t = Target::Open(dir.File("t"), {});
+  ASSERT_TRUE(t.ok());
+  EXPECT_FALSE((*t)->Truncate(UINT64_MAX - 4095).ok());
+  ASSERT_TRUE((*t)->Truncate(8192).ok());
+  EXPECT_EQ(testing::ReadFile(dir.File("t")), std::vector<uint8_t>(8192, 0));
+  EXPECT_EQ((*t)->window_size(), 8192u);
+}
+
+// With --force no O_EXCL was asked for: suggesting it again would be wrong.
+TEST(TargetTest, BusyMessageSuggestsForceOnlyWithoutIt) {
+  Status without = DeviceBusy("/dev/sdz", "mounted on /mnt", false);
+  EXPECT_EQ(without.code(), Code::kBusy);
+  EXPECT_NE(without.message().find("mounted on /mnt"), std::string::npos);
+  EXPECT_NE(without.message().find("--force to write anyway"), std::string::npos) << without.message();
+  Status with = DeviceBusy("/dev/sdz", "mounted on /mnt", true);
+  EXPECT_EQ(with.code(), Code::kBusy);
+  EXPECT_EQ(with.message().find("--force to"), std::string::npos) << with.message();
+  EXPECT_EQ(with.message().find("--force overrides"), std::string::npos) << with.message();
+  EXPECT_NE(with.message().find("unmount"), std::string::npos) << with.message();
 }
 
 TEST(TargetTest, RefusesDirectoriesAndCharDevices) {
