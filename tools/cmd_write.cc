@@ -21,6 +21,10 @@ struct Flags {
 void AddFlags(CLI::App& app, input::WriteRequest& r, Flags& f) {
   app.add_option("IMAGE", r.image, "image: a file, - for stdin, or sparse parts a.simg,b.simg")->required();
   app.add_option("TARGET", r.targets, "regular files or block devices, written at once")->required();
+  app.footer(
+      "Nothing is changed until every target and the image (header, size) passed their checks. A file target is\n"
+      "written to a temporary file beside it and renamed over it when complete (--in-place: into the file itself);\n"
+      "block devices are written in place. A target that is the image, a part, the bmap or stdin is refused.");
   app.add_option("--bmap", r.source.bmap_path, "bmaptool block map of a raw image: write only its mapped ranges");
   app.add_flag("--verify", r.writer.verify, "read every target back (O_DIRECT) and compare");
   app.add_flag("--verify-only", f.verify_only, "do not write: compare the targets with the image");
