@@ -17,10 +17,6 @@ constexpr uint64_t kStreamWindow = uint64_t{1} << 50;
 
 enum class Mode { kBlockDevice, kInPlaceFile, kNewFile };
 
-// A missing node under /dev is a device that is not there (unplugged card,
-// typo), never a file to create on the devtmpfs; /dev/shm is ordinary tmpfs.
-bool DevPath(const std::string& path) { return path.starts_with("/dev/") && !path.starts_with("/dev/shm/"); }
-
 std::string BaseName(const std::string& path) {
   size_t slash = path.rfind('/');
   return slash == std::string::npos ? path : path.substr(slash + 1);
@@ -72,7 +68,7 @@ using Entry = WriteTargets::Entry;
 // in a directory that must exist and be writable.
 Result<std::unique_ptr<Entry>> CheckNew(const std::string& path) {
   FP_ASSIGN_OR_RETURN(std::string final_path, FollowSymlinks(path));
-  if (DevPath(path) || DevPath(final_path)) return NotFound(path + ": no such file or device");
+  if (io::IsDevicePath(path) || io::IsDevicePath(final_path)) return NotFound(path + ": no such file or device");
   std::string dir = DirName(final_path);
   struct stat st;
   if (::stat(dir.c_str(), &st) != 0) return ErrnoError(fmt::format("cannot create {}: directory {}", path, dir));
@@ -102,7 +98,7 @@ Result<std::unique_ptr<Entry>> CheckFile(const std::string& path, const struct s
   FP_ASSIGN_OR_RETURN(std::string final_path, FollowSymlinks(path));
   std::string dir = DirName(final_path);
   if (::access(dir.c_str(), W_OK | X_OK) != 0) {
-    return ErrnoError(fmt::format("cannot replace {}: directory {}", path, dir));
+    return ErrnoError(fmt::format("cannot replace {} (--in-place writes into it instead): directory {}", path, dir));
   }
   return e;
 }

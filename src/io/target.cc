@@ -98,6 +98,10 @@ bool EnableDirect(int fd) {
 
 }  // namespace
 
+bool IsDevicePath(const std::string& path) {
+  return path.starts_with("/dev/") && !path.starts_with("/dev/shm/");
+}
+
 Status DeviceBusy(const std::string& path, const std::string& what, bool force) {
   if (force) {
     return Busy(fmt::format("{}: device is in use ({}) and the kernel refuses to open it for writing "
@@ -119,10 +123,7 @@ Result<std::unique_ptr<Target>> Target::Open(const std::string& path, const Targ
   struct stat st;
   bool exists = stat(path.c_str(), &st) == 0;
   if (!exists && errno != ENOENT) return ErrnoError("cannot stat " + path);
-  // A missing node under /dev is a device that is not there (unplugged card,
-  // typo), never a file to create on the devtmpfs; /dev/shm is ordinary tmpfs.
-  bool dev_path = path.rfind("/dev/", 0) == 0 && path.rfind("/dev/shm/", 0) != 0;
-  if (!exists && (dev_path || !options.create))
+  if (!exists && (IsDevicePath(path) || !options.create))
     return NotFound(path + ": no such file or device");
   if (!exists && lstat(path.c_str(), &st) == 0) {
     return InvalidArgument(path + ": is a symbolic link to a path that does not exist; "

@@ -47,6 +47,10 @@ struct TargetOptions {
   uint64_t window_size = 0;   // partition size; 0 = to the end
 };
 
+// A path under /dev (but not /dev/shm): a missing one is a device that is not
+// there (unplugged card, typo), never a file to create on the devtmpfs.
+bool IsDevicePath(const std::string& path);
+
 // The refusal of a block device that is in use (EBUSY on open). With `force`
 // no O_EXCL was asked for, so the kernel itself refuses writes to it: the
 // message then says what to do instead of suggesting --force.
