@@ -47,10 +47,10 @@ run() {
 # 1. Transfer tests on a 1 GiB loop device with direct I/O.
 attach "$work/loop.bin" $((1 << 30)); L=$DEV
 run loop timeout 1800 "$FP" bench "$L" --total "$TOTAL" --repeat "$REPEAT" --prep copy \
-  --json "$work/loop.json" --plot "$out/bench_loop.svg"
+  --json="$work/loop.json" --plot "$out/bench_loop.svg"
 
 # 2. The same on the simulated eMMC, with a fixed host cost per request.
-run sim timeout 600 "$FP" bench "$SIM" --prep "spin:$PREP_US" --json "$work/sim.json" --plot "$out/bench_sim.svg"
+run sim timeout 600 "$FP" bench "$SIM" --prep "spin:$PREP_US" --json="$work/sim.json" --plot "$out/bench_sim.svg"
 
 # 3. A 1.5 GiB super-like image: metadata, two partitions of random data with
 #    zero runs and pattern fills inside, a long empty (hole) tail.

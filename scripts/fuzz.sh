@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets (clang, ASan+UBSan) in build-fuzz and runs each
-# for SECONDS (default 30) from a seed corpus made by fuzz/seeds.sh if present.
+# for SECONDS (default 30), starting from the seeds in fuzz/seeds/NAME/ if any.
 #   scripts/fuzz.sh [SECONDS]
 set -euo pipefail
 cd "$(dirname "$0")/.."

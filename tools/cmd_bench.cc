@@ -4,13 +4,16 @@
 // The model, the safety rules and the output are described in docs/bench.md.
 #include <algorithm>
 #include <cstdio>
-#include <fstream>
 
+#include "base/atomic_file.h"
+#include "base/fd_io.h"
+#include "base/file_id.h"
 #include "base/units.h"
 #include "bench/plot.h"
+#include "bench/study_report.h"
 #include "bench/suite.h"
 #include "tools/commands.h"
-#include "tools/sparse_tools.h"
+#include "tools/flags.h"
 
 namespace flashpipe::tools {
 namespace {
@@ -19,9 +22,11 @@ using namespace flashpipe::bench;
 
 struct Flags {
   std::string target, sizes = kDefaultSizes, total = "128M", modes = "blocking,non-blocking,queued";
-  std::string tests = "write,read", prep = "copy", backend = "auto", csv, json, plot, sparse;
+  std::string tests = "write,read", prep = "copy", csv, json, plot, sparse;
   std::string buffer_blocks = "100,16384,chunk";
-  unsigned queue_depth = 4, repeat = 1;
+  WriterFlags writer;
+  WriterSettings io;  // parsed from writer
+  unsigned repeat = 1;
   bool buffered = false, force = false;
 };
 
@@ -32,40 +37,72 @@ void AddFlags(CLI::App& app, Flags& f) {
   app.add_option("--total", f.total, "bytes per request size (default 128M, at most half the device)");
   app.add_option("--modes", f.modes, "blocking,non-blocking,queued");
   app.add_option("--tests", f.tests, "write,read (reads read back the area the writes wrote)");
-  app.add_option("-Q,--queue-depth", f.queue_depth, "depth of the queued mode and the pipelined engine (default 4)");
   app.add_option("--prep", f.prep, "host work per request: copy, crc, none, spin:MICROSECONDS (default copy)");
-  app.add_option("--backend", f.backend, "auto, io_uring, threads, sync");
+  AddWriterFlags(app, f.writer);
   app.add_flag("--buffered", f.buffered, "reads through the page cache (prints the read-ahead)");
   app.add_flag("--force", f.force, "write even where a filesystem or partition table is found");
   app.add_option("--repeat", f.repeat, "run each measurement N times, report the median");
-  app.add_option("--csv", f.csv, "write results as CSV to FILE (- = stdout)");
-  app.add_option("--json", f.json, "write results as JSON to FILE (- = stdout)");
-  app.add_option("--plot", f.plot, "write an SVG plot of throughput vs request size to FILE");
+  app.add_option("--csv", f.csv, "write results as CSV to FILE (- = stdout), also for --sparse");
+  AddJsonFlag(app, f.json, "results (also of --sparse)");
+  app.add_option("--plot", f.plot,
+                 "write an SVG chart to FILE: throughput vs request size, or with --sparse one bar per variant");
   app.add_option("--sparse", f.sparse, "bounce-buffer study: write this sparse image instead");
   app.add_option("--buffer-blocks", f.buffer_blocks, "bounce buffer sizes in logical blocks, or chunk");
 }
 
+// CSV and SVG outputs: stdout for "-", else whole or not at all.
 Status WriteOut(const std::string& path, const std::string& text) {
+  std::span<const uint8_t> bytes(reinterpret_cast<const uint8_t*>(text.data()), text.size());
   if (path == "-") {
-    std::fwrite(text.data(), 1, text.size(), stdout);
-    return Status::Ok();
+    std::fflush(stdout);
+    return WriteAll(STDOUT_FILENO, bytes, "stdout");
   }
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << text;
-  out.close();
-  if (!out) return ErrnoError("cannot write " + path);
+  FP_ASSIGN_OR_RETURN(AtomicFile out, AtomicFile::Create(path));
+  FP_RETURN_IF_ERROR(WriteAll(out.fd(), bytes, out.temp_path()));
+  return out.Commit();
+}
+
+// An input is never an output: --csv, --json and --plot name neither the
+// target nor the image, nor each other; only one of them may be stdout.
+Status CheckOutputs(const Flags& f) {
+  struct Named { const char* flag; const std::string& path; };
+  const Named outputs[] = {{"--csv", f.csv}, {"--json", f.json}, {"--plot", f.plot}};
+  const Named inputs[] = {{"TARGET", f.target}, {"--sparse", f.sparse}};
+  for (size_t i = 0; i < std::size(outputs); ++i) {
+    const Named& o = outputs[i];
+    if (o.path.empty()) continue;
+    for (size_t j = i + 1; j < std::size(outputs); ++j) {
+      if (o.path == outputs[j].path) {
+        return InvalidArgument(fmt::format("{} and {} both write to {}", o.flag, outputs[j].flag, o.path));
+      }
+    }
+    if (o.path == "-") continue;
+    FP_ASSIGN_OR_RETURN(auto out_id, FileIdOfPath(o.path));
+    for (const Named& in : inputs) {
+      if (in.path.empty() || in.path.starts_with("sim:")) continue;
+      FP_ASSIGN_OR_RETURN(auto in_id, FileIdOfPath(in.path));
+      if (o.path == in.path || (out_id && in_id && *out_id == *in_id)) {
+        return InvalidArgument(fmt::format("{} {} is the {}: an input is never an output", o.flag, o.path, in.flag));
+      }
+    }
+  }
   return Status::Ok();
 }
 
 Result<SuiteOptions> ParseSuite(const Flags& f) {
   SuiteOptions o;
-  FP_ASSIGN_OR_RETURN(o.sizes, ParseSizeList(f.sizes));
+  // --request-size is one request size: the transfer tests run just that one.
+  if (f.io.request_size != 0) {
+    if (f.sizes != kDefaultSizes) return InvalidArgument("give --sizes or --request-size, not both");
+    o.sizes = {f.io.request_size};
+  } else {
+    FP_ASSIGN_OR_RETURN(o.sizes, ParseSizeList(f.sizes));
+  }
   FP_ASSIGN_OR_RETURN(o.total, ParseSize(f.total));
   FP_ASSIGN_OR_RETURN(o.modes, ParseModes(f.modes));
   FP_ASSIGN_OR_RETURN(o.directions, ParseDirections(f.tests));
   FP_ASSIGN_OR_RETURN(o.prep, ParsePrep(f.prep));
-  if (f.queue_depth < 1 || f.queue_depth > 256) return InvalidArgument("--queue-depth must be 1..256");
-  o.queue_depth = f.queue_depth;
+  o.queue_depth = f.io.queue_depth;
   o.buffered = f.buffered;
   o.repeat = f.repeat;
   return o;
@@ -77,7 +114,7 @@ Result<std::unique_ptr<BenchTarget>> OpenTarget(const Flags& f, bool destructive
   to.destructive = destructive;
   to.buffered_reads = f.buffered;
   to.new_file_size = new_file_size;
-  FP_ASSIGN_OR_RETURN(to.backend, io::ParseBackend(f.backend));
+  to.backend = f.io.backend;
   return BenchTarget::Open(f.target, to);
 }
 
@@ -97,11 +134,11 @@ Status Transfer(const Flags& f, FILE* out) {
   FP_ASSIGN_OR_RETURN(Area area, SuiteArea(*t, o));
   PrintArea(out, *t, area, writes ? "overwritten by the write tests" : "read only");
   std::fprintf(out, "%s per request size, prep %s, backend %s\n\n", FormatBytes(area.size).c_str(),
-               PrepName(o.prep).c_str(), f.backend.c_str());
+               PrepName(o.prep).c_str(), f.writer.backend.c_str());
   FP_ASSIGN_OR_RETURN(SuiteReport rep, RunTransferSuite(*t, o, area, out));
   std::fprintf(out, "\n%s", FormatSummary(rep.results).c_str());
   if (!f.csv.empty()) FP_RETURN_IF_ERROR(WriteOut(f.csv, FormatCsv(rep.info, rep.results)));
-  if (!f.json.empty()) FP_RETURN_IF_ERROR(WriteOut(f.json, FormatJson(rep.info, rep.results)));
+  if (!f.json.empty()) FP_RETURN_IF_ERROR(WriteJson(f.json, FormatJson(rep.info, rep.results)));
   if (!f.plot.empty()) {
     const std::string title = fmt::format("flashpipe bench {} ({}, prep {})", t->name(), rep.info.backend,
                                           rep.info.prep);
@@ -114,7 +151,8 @@ Status Study(const Flags& f, FILE* out) {
   StudyOptions o;
   o.image = f.sparse;
   FP_ASSIGN_OR_RETURN(o.variants, ParseBufferBlocks(f.buffer_blocks));
-  o.queue_depth = f.queue_depth;
+  o.queue_depth = f.io.queue_depth;
+  o.request_size = f.io.request_size;
   o.repeat = f.repeat;
   FP_ASSIGN_OR_RETURN(ImageSummary img, SummarizeSparse(f.sparse));
   FP_ASSIGN_OR_RETURN(auto t, OpenTarget(f, true, img.image_size));
@@ -131,18 +169,32 @@ Status Study(const Flags& f, FILE* out) {
   for (const auto& r : results) fastest = std::min(fastest, r.ns);
   std::fprintf(out, "\n");
   for (const auto& r : results) std::fprintf(out, "%s\n", FormatStudyLine(r, fastest).c_str());
+  const StudyInfo info{t->name(), f.sparse, img, area.offset, area.size, t->geometry().logical_block, o.queue_depth};
+  if (!f.csv.empty()) FP_RETURN_IF_ERROR(WriteOut(f.csv, FormatStudyCsv(info, results)));
+  if (!f.json.empty()) FP_RETURN_IF_ERROR(WriteJson(f.json, FormatStudyJson(info, results)));
+  if (!f.plot.empty()) {
+    const std::string title = fmt::format("flashpipe bench --sparse {} {}", f.sparse, t->name());
+    FP_RETURN_IF_ERROR(WriteOut(f.plot, RenderStudySvg(results, title)));
+  }
   return Status::Ok();
 }
 
 }  // namespace
 
 int RunBench(int argc, char** argv) {
-  CLI::App app{"mmc_test-style transfer tests, and the bounce-buffer study (--sparse IMAGE)", "bench"};
+  CLI::App app{"mmc_test-style transfer tests, and the bounce-buffer study (--sparse IMAGE)", CommandName(argv[0])};
   Flags f;
   AddFlags(app, f);
   if (auto code = ParseOrExit(app, argc, argv)) return *code;
+  auto io = ParseWriterFlags(f.writer);
+  if (!io.ok()) return UsageError(app, io.status());
+  f.io = *io;
+  if (f.io.queue_depth == 0) f.io.queue_depth = 4;
+  if (Status s = CheckOutputs(f); !s.ok()) {
+    return s.code() == Code::kInvalidArgument ? UsageError(app, s) : ExitWith("bench", s);
+  }
   // Machine-readable output on stdout moves the human text to stderr.
-  FILE* out = (f.csv == "-" || f.json == "-") ? stderr : stdout;
+  FILE* out = (f.csv == "-" || f.json == "-" || f.plot == "-") ? stderr : stdout;
   return ExitWith("bench", f.sparse.empty() ? Transfer(f, out) : Study(f, out));
 }
 

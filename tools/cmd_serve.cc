@@ -20,6 +20,7 @@
 #include "fastboot/tcp.h"
 #include "fastboot/udp.h"
 #include "tools/commands.h"
+#include "tools/flags.h"
 
 namespace flashpipe::tools {
 namespace {
@@ -33,7 +34,7 @@ struct ServeOptions {
   std::string max_download = "256M";
   std::string state;
   std::vector<std::string> oem;
-  std::string backend = "auto";
+  WriterFlags writer;
   unsigned idle_timeout_s = 600;
   DeviceConfig device;
   WriteOptions write;
@@ -73,7 +74,6 @@ Status ParseConfig(ServeOptions* o) {
     return InvalidArgument(fmt::format("--max-download-size {} outside [4096, 0xfffff000]", mds));
   }
   o->device.max_download_size = static_cast<uint32_t>(mds);
-  FP_ASSIGN_OR_RETURN(o->write.backend, io::ParseBackend(o->backend));
   for (const auto& text : o->oem) {
     size_t eq = text.find('=');
     if (eq == std::string::npos || eq == 0) return InvalidArgument(fmt::format("--oem '{}': expected NAME=COMMAND", text));
@@ -145,7 +145,7 @@ Status Serve(ServeOptions o) {
 
 int RunServe(int argc, char** argv) {
   CLI::App app{"fastboot device daemon: the AOSP fastboot client flashes a GPT disk or named partitions "
-               "over TCP and UDP", "serve"};
+               "over TCP and UDP", CommandName(argv[0])};
   ServeOptions o;
   app.add_option("--storage", o.storage, "block device or disk image with a GPT");
   app.add_option("--partition", o.partitions, "NAME=PATH[:OFFSET:SIZE], repeatable (A/B: NAME_a, NAME_b)");
@@ -170,25 +170,19 @@ int RunServe(int argc, char** argv) {
                  "NAME: a critical partition (NAME, NAME_a, NAME_b), repeatable: flash and erase refuse it until "
                  "'fastboot flashing unlock_critical'");
   app.add_flag("--no-unlock", [&o](int64_t) { o.device.unlock_allowed = false; }, "refuse 'flashing unlock'");
-  app.add_option("--backend", o.backend, "auto|io_uring|threads|sync");
-  app.add_option("--queue-depth", o.write.queue_depth, "writer queue depth, 1..256 (default 4)")
-      ->check(CLI::Range(1u, 256u));
-  app.add_option("--request-size", o.write.request_size,
-                 "writer request size in bytes, a multiple of 4096 up to 64M (default from device)");
+  AddWriterFlags(app, o.writer);
   app.add_option("--bounce-blocks", o.write.bounce_blocks,
                  "benchmark model: write through a bounce buffer of N 512-byte blocks, one request at a time");
   app.add_flag("--discard-writes", o.write.discard_writes, "benchmark model: validate images, write nothing");
   app.add_flag("--force", o.write.force, "open block devices even when in use");
   app.add_option("--idle-timeout", o.idle_timeout_s, "seconds a TCP client may stay silent (default 600)");
   app.add_flag("-v,--verbose", o.device.verbose, "log every command");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  }
-  if (o.write.request_size != 0) {
-    if (Status st = io::CheckRequestSize(o.write.request_size); !st.ok()) return ExitWith("serve", st);
-  }
+  if (auto code = ParseOrExit(app, argc, argv)) return *code;
+  auto writer = ParseWriterFlags(o.writer);
+  if (!writer.ok()) return UsageError(app, writer.status());
+  o.write.backend = writer->backend;
+  o.write.queue_depth = writer->queue_depth;
+  o.write.request_size = writer->request_size;
   return ExitWith("serve", Serve(std::move(o)));
 }
 

@@ -8,14 +8,15 @@
 #include "base/units.h"
 #include "input/write_job.h"
 #include "tools/commands.h"
-#include "tools/sparse_tools.h"
+#include "tools/flags.h"
 
 namespace flashpipe::tools {
 namespace {
 
 struct Flags {
-  std::string zero_mode = "auto", backend = "auto", request_size;
-  bool verify_only = false, json = false, no_progress = false, no_crc_check = false;
+  std::string zero_mode = "auto", json;
+  WriterFlags writer;
+  bool verify_only = false, no_progress = false, no_crc_check = false;
 };
 
 void AddFlags(CLI::App& app, input::WriteRequest& r, Flags& f) {
@@ -35,22 +36,18 @@ void AddFlags(CLI::App& app, input::WriteRequest& r, Flags& f) {
   app.add_flag("--first-block-last", r.writer.first_block_last, "write the first MiB only after all else succeeded");
   app.add_option("--zero-mode", f.zero_mode, "zero ranges: auto (zeroout/holes) or write (real zeros)");
   app.add_flag("--discard", r.writer.discard, "DONT_CARE ranges: BLKDISCARD on block devices");
-  app.add_option("--io-backend", f.backend, "auto, io_uring, threads or sync");
-  app.add_option("--request-size", f.request_size, "bytes per device request, a multiple of 4K up to 64M (default: from the target)");
-  app.add_option("--queue-depth", r.writer.queue_depth, "requests in flight per target, 1..256 (default 4)")
-      ->check(CLI::Range(1u, 256u));
-  app.add_flag("--json", f.json, "print a JSON summary on stdout");
+  AddWriterFlags(app, f.writer);
+  AddJsonFlag(app, f.json, "the report");
   app.add_flag("--no-progress", f.no_progress, "no progress output");
   app.add_flag("--no-crc-check", f.no_crc_check, "do not check CRC32 chunks of sparse images");
 }
 
 Status ApplyFlags(const Flags& f, input::WriteRequest& r) {
   FP_ASSIGN_OR_RETURN(r.writer.zero_mode, io::ParseZeroMode(f.zero_mode));
-  FP_ASSIGN_OR_RETURN(r.backend, io::ParseBackend(f.backend));
-  if (!f.request_size.empty()) {
-    FP_ASSIGN_OR_RETURN(r.writer.request_size, ParseSize(f.request_size));
-    FP_RETURN_IF_ERROR(io::CheckRequestSize(r.writer.request_size));
-  }
+  FP_ASSIGN_OR_RETURN(WriterSettings w, ParseWriterFlags(f.writer));
+  r.backend = w.backend;
+  if (w.queue_depth != 0) r.writer.queue_depth = w.queue_depth;
+  if (w.request_size != 0) r.writer.request_size = w.request_size;
   r.source.decoder.check_crc = !f.no_crc_check;
   if (f.verify_only && (r.writer.verify || r.writer.discard || r.writer.first_block_last)) {
     return InvalidArgument("--verify-only writes nothing: it cannot be combined with --verify, --discard or --first-block-last");
@@ -59,7 +56,7 @@ Status ApplyFlags(const Flags& f, input::WriteRequest& r) {
 }
 
 input::ProgressMode ProgressModeFor(const Flags& f) {
-  if (f.no_progress || f.json) return input::ProgressMode::kOff;
+  if (f.no_progress || f.json == "-") return input::ProgressMode::kOff;
   return ::isatty(STDERR_FILENO) ? input::ProgressMode::kBar : input::ProgressMode::kLines;
 }
 
@@ -67,21 +64,21 @@ input::ProgressMode ProgressModeFor(const Flags& f) {
 
 int RunWrite(int argc, char** argv) {
   CLI::App app{"Write an image (sparse, raw, parts, stdin, gzip/xz/zstd/bzip2/lz4, raw + bmap) to files or block devices",
-               "flashpipe write"};
+               CommandName(argv[0])};
   input::WriteRequest request;
   Flags flags;
   AddFlags(app, request, flags);
   if (auto code = ParseOrExit(app, argc, argv)) return *code;
-  if (Status s = ApplyFlags(flags, request); !s.ok()) return ExitWith("write", s);
+  if (Status s = ApplyFlags(flags, request); !s.ok()) return UsageError(app, s);
   input::Progress progress(stderr, ProgressModeFor(flags));
   input::WriteReport report =
       flags.verify_only ? input::VerifyOnly(request, &progress) : input::RunWriteJob(request, &progress);
-  Status out;
-  if (flags.json) {
-    std::printf("%s\n", input::ReportJson(report).c_str());
-    out = FlushStdout();
+  Status st = report.status;
+  if (!flags.json.empty()) {
+    Status js = WriteJson(flags.json, input::ReportJson(report));
+    if (st.ok()) st = js;
   }
-  return ExitWith("write", report.status.ok() ? out : report.status);
+  return ExitWith("write", st);
 }
 
 }  // namespace flashpipe::tools

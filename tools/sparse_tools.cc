@@ -5,26 +5,10 @@
 
 namespace flashpipe::tools {
 
-std::optional<int> ParseOrExit(CLI::App& app, int argc, char** argv) {
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  }
-  return std::nullopt;
-}
-
 Result<UniqueFd> OpenForRead(const std::string& path) {
   if (path == "-") return UniqueFd(::dup(STDIN_FILENO));
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (!fd.valid()) return ErrnoError(fmt::format("open {}", path));
-  return fd;
-}
-
-Result<UniqueFd> OpenForWrite(const std::string& path) {
-  if (path == "-") return UniqueFd(::dup(STDOUT_FILENO));
-  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666));
-  if (!fd.valid()) return ErrnoError(fmt::format("create {}", path));
   return fd;
 }
 

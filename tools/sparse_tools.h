@@ -1,11 +1,8 @@
 // Shared plumbing of the sparse subcommands (img2simg, simg2img, append2simg,
-// resparse, dump): CLI11 parsing that returns an exit status instead of
-// throwing, and opening "-" as stdin/stdout.
+// resparse, dump): opening "-" as stdin. Flag parsing is tools/flags.h; the
+// converters open their files through sparse/files.h.
 #pragma once
 
-#include <CLI/CLI.hpp>
-
-#include <optional>
 #include <string>
 
 #include "base/status.h"
@@ -13,12 +10,7 @@
 
 namespace flashpipe::tools {
 
-// Parses argv; on --help or a usage error prints and returns the exit status.
-std::optional<int> ParseOrExit(CLI::App& app, int argc, char** argv);
-
 // "-" is stdin (a dup of it); anything else is opened read-only.
 Result<UniqueFd> OpenForRead(const std::string& path);
-// "-" is stdout; anything else is created or truncated (mode 0666 & ~umask).
-Result<UniqueFd> OpenForWrite(const std::string& path);
 
 }  // namespace flashpipe::tools

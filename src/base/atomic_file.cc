@@ -8,7 +8,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <vector>
 #include <utility>
 
 
@@ -118,6 +120,7 @@ Result<AtomicFile> AtomicFile::Create(const std::string& path, const Options& op
   std::string prefix = TempPrefix(f.final_);
   if (options.cleanup_stale) RemoveStaleTemps(dir, prefix);
   FP_ASSIGN_OR_RETURN(f.fd_, CreateExclusive(dir, prefix, &f.temp_));
+  f.synced_ = false;
   // Root replacing someone's file keeps its owner; failure is harmless.
   if (exists && ::geteuid() == 0) (void)!::fchown(f.fd_.get(), st.st_uid, st.st_gid);
   f.done_ = false;
@@ -126,7 +129,7 @@ Result<AtomicFile> AtomicFile::Create(const std::string& path, const Options& op
 
 AtomicFile::AtomicFile(AtomicFile&& o) noexcept
     : fd_(std::move(o.fd_)), path_(std::move(o.path_)), final_(std::move(o.final_)), temp_(std::move(o.temp_)),
-      mode_(o.mode_), done_(std::exchange(o.done_, true)) {}
+      mode_(o.mode_), synced_(o.synced_), done_(std::exchange(o.done_, true)) {}
 
 AtomicFile& AtomicFile::operator=(AtomicFile&& o) noexcept {
   if (this != &o) {
@@ -136,6 +139,7 @@ AtomicFile& AtomicFile::operator=(AtomicFile&& o) noexcept {
     final_ = std::move(o.final_);
     temp_ = std::move(o.temp_);
     mode_ = o.mode_;
+    synced_ = o.synced_;
     done_ = std::exchange(o.done_, true);
   }
   return *this;
@@ -150,8 +154,9 @@ void AtomicFile::Abort() {
   done_ = true;
 }
 
-Status AtomicFile::Commit() {
-  if (done_) return Internal(fmt::format("{}: commit of an output that is not open", path_));
+Status AtomicFile::Sync() {
+  if (done_) return Internal(fmt::format("{}: sync of an output that is not open", path_));
+  if (synced_) return Status::Ok();
   auto fail = [this](Status s) {
     Abort();
     return s;
@@ -159,11 +164,111 @@ Status AtomicFile::Commit() {
   if (::fchmod(fd_.get(), mode_) != 0) return fail(ErrnoError(fmt::format("chmod {}", temp_)));
   if (::fsync(fd_.get()) != 0) return fail(ErrnoError(fmt::format("fsync {}", temp_)));
   if (fd_.Close() != 0) return fail(ErrnoError(fmt::format("close {}", temp_)));
+  synced_ = true;
+  return Status::Ok();
+}
+
+// REQUIRES: Sync() succeeded.
+Status AtomicFile::Rename() {
   if (::rename(temp_.c_str(), final_.c_str()) != 0) {
-    return fail(ErrnoError(fmt::format("rename {} to {}", temp_, final_)));
+    Status s = ErrnoError(fmt::format("rename {} to {}", temp_, final_));
+    Abort();
+    return s;
   }
   done_ = true;
+  return Status::Ok();
+}
+
+Status AtomicFile::Commit() {
+  FP_RETURN_IF_ERROR(Sync());
+  FP_RETURN_IF_ERROR(Rename());
   return SyncDirectory(DirName(final_));
+}
+
+namespace {
+
+// Holds the signals a user or a supervisor sends to stop a tool, so that a
+// short sequence of steps is not cut in the middle; they are delivered when
+// the guard goes away.
+class HoldStopSignals {
+ public:
+  HoldStopSignals() {
+    sigset_t set;
+    sigemptyset(&set);
+    for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) sigaddset(&set, sig);
+    ::pthread_sigmask(SIG_BLOCK, &set, &old_);
+  }
+  ~HoldStopSignals() { ::pthread_sigmask(SIG_SETMASK, &old_, nullptr); }
+  HoldStopSignals(const HoldStopSignals&) = delete;
+  HoldStopSignals& operator=(const HoldStopSignals&) = delete;
+
+ private:
+  sigset_t old_;
+};
+
+}  // namespace
+
+namespace {
+
+// Moves the existing files at `paths` (in order) to hidden names beside them
+// that RemoveStaleTemps recognises (".NAME.flashpipe-PID-old"); a missing
+// path is skipped. Renaming is quick where unlinking a large file is not, so
+// the window in which a set is half switched stays short. On failure the
+// files already moved are put back.
+Result<std::vector<std::pair<std::string, std::string>>> MoveAside(const std::vector<std::string>& paths) {
+  std::vector<std::pair<std::string, std::string>> moved;  // (hidden, original)
+  for (const std::string& path : paths) {
+    std::string hidden = fmt::format("{}/{}{}-old", DirName(path), TempPrefix(path), ::getpid());
+    if (::rename(path.c_str(), hidden.c_str()) == 0) {
+      moved.emplace_back(std::move(hidden), path);
+      continue;
+    }
+    if (errno == ENOENT) continue;
+    Status s = ErrnoError(fmt::format("move {} aside (nothing was changed)", path));
+    for (auto it = moved.rbegin(); it != moved.rend(); ++it) (void)!::rename(it->first.c_str(), it->second.c_str());
+    return s;
+  }
+  return moved;
+}
+
+}  // namespace
+
+Status AtomicFile::CommitTogether(std::span<AtomicFile> files, std::span<const std::string> remove) {
+  auto abort_all = [&files](Status s) {
+    for (AtomicFile& f : files) f.Abort();
+    return s;
+  };
+  for (AtomicFile& f : files) {
+    if (Status s = f.Sync(); !s.ok()) return abort_all(s);
+  }
+  std::vector<std::string> old;  // files[0]'s first: from then on the set is absent
+  for (const AtomicFile& f : files) old.push_back(f.final_);
+  old.insert(old.end(), remove.begin(), remove.end());
+  std::vector<std::pair<std::string, std::string>> moved;
+  {
+    HoldStopSignals hold;
+    auto aside = MoveAside(old);
+    if (!aside.ok()) return abort_all(aside.status());
+    moved = std::move(aside).value();
+    for (size_t i = files.size(); i-- > 0;) {
+      if (Status s = files[i].Rename(); !s.ok()) {
+        return abort_all(Status(s.code(), fmt::format("{} ({} of {} outputs were already in place)", s.message(),
+                                                      files.size() - 1 - i, files.size()), s.sys_errno()));
+      }
+    }
+  }
+  for (const auto& m : moved) ::unlink(m.first.c_str());
+  std::vector<std::string> dirs;
+  for (const std::string& path : old) dirs.push_back(DirName(path));
+  std::sort(dirs.begin(), dirs.end());
+  dirs.erase(std::unique(dirs.begin(), dirs.end()), dirs.end());
+  for (const std::string& dir : dirs) FP_RETURN_IF_ERROR(SyncDirectory(dir));
+  return Status::Ok();
+}
+
+void RemoveDeadTemps(const std::string& path) {
+  auto final_path = FollowSymlinks(path);
+  if (final_path.ok()) RemoveStaleTemps(DirName(*final_path), TempPrefix(*final_path));
 }
 
 }  // namespace flashpipe

@@ -28,6 +28,7 @@
 
 #include <sys/types.h>
 
+#include <span>
 #include <string>
 
 #include "base/status.h"
@@ -60,16 +61,40 @@ class AtomicFile {
   // fsync, chmod, rename over final_path(), fsync of its directory.
   // Closes the descriptor. After an error the temporary file is removed.
   Status Commit();
+  // chmod, fsync and close the temporary file, without renaming it: a caller
+  // with many outputs makes each durable as soon as it is complete and keeps
+  // no descriptor open. Afterwards fd() is -1; Commit() renames.
+  Status Sync();
   // Removes the temporary file (idempotent).
   void Abort();
+
+  // Commits a set of outputs that only make sense together (resparse's
+  // parts), as far as a directory allows. Each is synced first; if one
+  // fails nothing changes. Then, with SIGINT, SIGTERM, SIGHUP and SIGQUIT
+  // held: the existing file of files[0], then those of the others, then each
+  // path in `remove` are renamed aside (a symlink in `remove` goes, not its
+  // target), and the files are renamed into place in reverse order, files[0]
+  // last; the old files are unlinked after that. So files[0] is present only
+  // when the whole new set is: a SIGKILL or a power cut in the middle (a
+  // window of a few renames) leaves no files[0] and, of the rest, only old
+  // files or only new ones; the old files moved aside are temps of a dead
+  // run for the next AtomicFile. Then each directory involved is synced once.
+  static Status CommitTogether(std::span<AtomicFile> files, std::span<const std::string> remove);
 
  private:
   AtomicFile() = default;
   UniqueFd fd_;
   std::string path_, final_, temp_;
+  Status Rename();
   mode_t mode_ = 0644;
+  bool synced_ = false;
   bool done_ = true;
 };
+
+// Removes the temporary files that AtomicFile::Create(path) would leave if
+// killed, for every run whose process is gone (Create does this itself;
+// for outputs that are no longer written, such as stale resparse parts).
+void RemoveDeadTemps(const std::string& path);
 
 // Whether `path` is a regular file or does not exist yet (so an output there
 // goes through AtomicFile); false for block/character devices, fifos,

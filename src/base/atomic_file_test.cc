@@ -148,6 +148,90 @@ TEST(AtomicFile, NextRunRemovesTempsOfDeadRuns) {
   EXPECT_EQ(List(dir.path()), std::vector<std::string>{".other.flashpipe-1-00000000"});
 }
 
+TEST(AtomicFile, SyncClosesTheDescriptorAndCommitStillRenames) {
+  testing::TempDir dir;
+  std::string out = dir.path() + "/out.img";
+  auto f = AtomicFile::Create(out);
+  ASSERT_TRUE(f.ok());
+  ASSERT_TRUE(WriteAll(f->fd(), Bytes("new"), f->temp_path()).ok());
+  ASSERT_TRUE(f->Sync().ok());
+  EXPECT_EQ(f->fd(), -1);
+  EXPECT_EQ(List(dir.path()).size(), 1u);  // only the temp
+  ASSERT_TRUE(f->Commit().ok());
+  EXPECT_EQ(Read(out), "new");
+  EXPECT_EQ(List(dir.path()), std::vector<std::string>{"out.img"});
+}
+
+std::vector<AtomicFile> Set(const std::string& dir, std::initializer_list<std::pair<const char*, const char*>> files) {
+  std::vector<AtomicFile> set;
+  for (auto [name, text] : files) {
+    auto f = AtomicFile::Create(dir + "/" + name);
+    EXPECT_TRUE(f.ok());
+    EXPECT_TRUE(WriteAll(f->fd(), Bytes(text), f->temp_path()).ok());
+    set.push_back(std::move(f).value());
+  }
+  return set;
+}
+
+TEST(AtomicFile, CommitTogetherReplacesTheSetAndRemovesStaleFiles) {
+  testing::TempDir dir;
+  const std::string d = dir.path();
+  for (const char* n : {"p.0", "p.1", "p.2"}) Write(d + "/" + n, "old");
+  Write(d + "/target", "kept");
+  ASSERT_EQ(::symlink("target", (d + "/p.3").c_str()), 0);
+  auto set = Set(d, {{"p.0", "new0"}, {"p.1", "new1"}});
+  std::vector<std::string> stale = {d + "/p.2", d + "/p.3", d + "/p.9"};  // p.9 does not exist: fine
+  ASSERT_TRUE(AtomicFile::CommitTogether(set, stale).ok());
+  EXPECT_EQ(Read(d + "/p.0"), "new0");
+  EXPECT_EQ(Read(d + "/p.1"), "new1");
+  EXPECT_EQ(Read(d + "/target"), "kept");  // a stale symlink goes, not its target
+  EXPECT_EQ(List(d), (std::vector<std::string>{"p.0", "p.1", "target"}));
+}
+
+TEST(AtomicFile, CommitTogetherChangesNothingWhenOneOutputCannotBeSynced) {
+  testing::TempDir dir;
+  const std::string d = dir.path();
+  Write(d + "/p.0", "old0");
+  Write(d + "/p.1", "old1");
+  auto set = Set(d, {{"p.0", "new0"}, {"p.1", "new1"}});
+  set[1].Abort();  // as if its sync had failed
+  EXPECT_FALSE(AtomicFile::CommitTogether(set, std::vector<std::string>{d + "/p.1"}).ok());
+  EXPECT_EQ(Read(d + "/p.0"), "old0");
+  EXPECT_EQ(Read(d + "/p.1"), "old1");
+  EXPECT_EQ(List(d), (std::vector<std::string>{"p.0", "p.1"}));
+}
+
+// The old files are moved aside under names of this process's temps, so a
+// run killed between moving them and unlinking them leaves temps the next
+// run removes, not files that look like outputs.
+TEST(AtomicFile, CommitTogetherLeavesNoOldFileBehind) {
+  testing::TempDir dir;
+  const std::string d = dir.path();
+  Write(d + "/p.0", "old");
+  ASSERT_EQ(::chmod((d + "/p.0").c_str(), 0640), 0);
+  auto set = Set(d, {{"p.0", "new"}});
+  ASSERT_TRUE(AtomicFile::CommitTogether(set, {}).ok());
+  EXPECT_EQ(List(d), std::vector<std::string>{"p.0"});
+  struct stat st;
+  ASSERT_EQ(::stat((d + "/p.0").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0640u);
+}
+
+TEST(AtomicFile, RemoveDeadTempsRemovesOnlyThatOutputsTempsOfDeadRuns) {
+  testing::TempDir dir;
+  const std::string d = dir.path();
+  pid_t child = ::fork();
+  if (child == 0) ::_exit(0);
+  ASSERT_EQ(::waitpid(child, nullptr, 0), child);
+  Write(d + fmt::format("/.p.7.flashpipe-{}-0badcafe", child), "dead");
+  Write(d + fmt::format("/.p.7.flashpipe-{}-old", child), "dead");
+  Write(d + fmt::format("/.p.7.flashpipe-{}-0badcafe", ::getpid()), "alive");
+  Write(d + fmt::format("/.p.8.flashpipe-{}-0badcafe", child), "other output");
+  RemoveDeadTemps(d + "/p.7");
+  EXPECT_EQ(List(d), (std::vector<std::string>{fmt::format(".p.7.flashpipe-{}-0badcafe", ::getpid()),
+                                               fmt::format(".p.8.flashpipe-{}-0badcafe", child)}));
+}
+
 TEST(AtomicFile, IsRegularOrAbsentTellsWhereToWriteInPlace) {
   testing::TempDir dir;
   EXPECT_TRUE(*IsRegularOrAbsent(dir.path() + "/missing"));

@@ -1,11 +1,14 @@
 #include "bench/bench_target.h"
 
-#include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdlib>
 #include <fstream>
+
+#include <gtest/gtest.h>
+
+#include "testing/temp_dir.h"
 
 namespace flashpipe::bench {
 namespace {
@@ -46,19 +49,9 @@ TEST(ChooseAreaTest, TinyDeviceStartsAtZeroWhenTheRequestDoesNotFit) {
   EXPECT_EQ(a.size, 8 * MiB);
 }
 
-class TempDir {
- public:
-  TempDir() {
-    char t[] = "/tmp/bench_target_test.XXXXXX";
-    path = mkdtemp(t);
-  }
-  ~TempDir() { std::system(("rm -rf " + path).c_str()); }
-  std::string path;
-};
-
 TEST(ProbeSignatureTest, FindsExt4AndNothingOnZeros) {
-  TempDir dir;
-  const std::string blank = dir.path + "/blank", fs = dir.path + "/fs";
+  testing::TempDir dir;
+  const std::string blank = dir.path() + "/blank", fs = dir.path() + "/fs";
   std::ofstream(blank).close();
   ASSERT_EQ(truncate(blank.c_str(), 8 * MiB), 0);
   auto none = ProbeSignature(blank);
@@ -73,8 +66,8 @@ TEST(ProbeSignatureTest, FindsExt4AndNothingOnZeros) {
 }
 
 TEST(BenchTargetTest, NewPathIsCreatedAndRemoved) {
-  TempDir dir;
-  const std::string path = dir.path + "/new.bin";
+  testing::TempDir dir;
+  const std::string path = dir.path() + "/new.bin";
   {
     auto t = BenchTarget::Open(path, {.new_file_size = 4 * MiB});
     ASSERT_TRUE(t.ok()) << t.status().ToString();
@@ -87,8 +80,8 @@ TEST(BenchTargetTest, NewPathIsCreatedAndRemoved) {
 }
 
 TEST(BenchTargetTest, ExistingFileRefusedWithoutForceAndKept) {
-  TempDir dir;
-  const std::string path = dir.path + "/data.bin";
+  testing::TempDir dir;
+  const std::string path = dir.path() + "/data.bin";
   std::ofstream(path) << "someone's data";
   auto t = BenchTarget::Open(path, {.new_file_size = 4 * MiB});
   ASSERT_FALSE(t.ok());

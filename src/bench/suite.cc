@@ -148,6 +148,7 @@ Result<std::vector<StudyResult>> RunSparseStudy(BenchTarget& t, const ImageSumma
   dev.reads_zero = false;  // the bounce runs wrote it: zero ranges must be zeroed
   io::WriterOptions wo;
   wo.queue_depth = o.queue_depth;
+  wo.request_size = o.request_size;
   std::vector<StudyResult> runs;
   for (unsigned i = 0; i < std::max(o.repeat, 1u); ++i) {
     FP_ASSIGN_OR_RETURN(StudyResult r, WithDeviceStats(queue.get(), [&] {

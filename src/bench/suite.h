@@ -48,6 +48,7 @@ struct StudyOptions {
   std::string image;
   std::vector<StudyVariant> variants;  // bounce variants; pipelined is added
   unsigned queue_depth = 4;            // of the pipelined engine
+  uint64_t request_size = 0;           // of the pipelined engine; 0 = from the device
   unsigned repeat = 1;
 };
 

@@ -1,3 +1,7 @@
+// FastbootDevice: the state one fastboot device keeps across sessions (see
+// device.h): who holds the session, the download buffers and what landed in
+// them, and the write-behind worker that flashes queued images while the next
+// download arrives.
 #include "fastboot/device.h"
 
 #include <algorithm>

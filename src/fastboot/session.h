@@ -44,7 +44,7 @@ class Session {
     Getter get;
     bool per_partition;
   };
-  enum class After { kContinue, kEndSession, kReboot, kShutdown };
+  enum class After { kContinue, kReboot, kShutdown };
 
   Status Dispatch(std::string_view wire);
   Status Reply(const Result<std::string>& result);

@@ -6,9 +6,11 @@
 
 #include <vector>
 
+#include "base/atomic_file.h"
 #include "base/endian.h"
-#include "base/unique_fd.h"
+#include "base/fd_io.h"
 #include "sparse/decode_fd.h"
+#include "sparse/files.h"
 #include "sparse/writer.h"
 
 namespace flashpipe::sparse {
@@ -24,12 +26,12 @@ struct HeaderSink : NullSink {
   FileHeader header;
 };
 
-Result<UniqueFd> Open(const std::string& path, struct stat* st) {
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!fd.valid()) return ErrnoError(fmt::format("open {}", path));
-  if (::fstat(fd.get(), st) != 0) return ErrnoError(fmt::format("stat {}", path));
-  if (!S_ISREG(st->st_mode)) return InvalidArgument(fmt::format("{} is not a regular file", path));
-  return fd;
+Result<InputFile> OpenRegular(const std::string& path) {
+  FP_ASSIGN_OR_RETURN(InputFile in, OpenInput(path));
+  struct stat st;
+  if (::fstat(in.fd.get(), &st) != 0) return ErrnoError(fmt::format("stat {}", path));
+  if (!S_ISREG(st.st_mode)) return InvalidArgument(fmt::format("{} is not a regular file", path));
+  return in;
 }
 
 // Appends [0, size) of fd as RAW chunks of at most kMaxRawChunk.
@@ -77,16 +79,17 @@ Status Rebuild(int sparse_fd, const std::string& sparse_path, const FileHeader& 
 }  // namespace
 
 Status AppendToSparse(const std::string& sparse_path, const std::string& raw_path) {
-  struct stat sst, rst;
-  FP_ASSIGN_OR_RETURN(UniqueFd sfd, Open(sparse_path, &sst));
-  FP_ASSIGN_OR_RETURN(UniqueFd rfd, Open(raw_path, &rst));
+  FP_ASSIGN_OR_RETURN(InputFile image, OpenRegular(sparse_path));
+  FP_ASSIGN_OR_RETURN(InputFile raw, OpenRegular(raw_path));
+  if (raw.id == image.id) {
+    return InvalidArgument(fmt::format("{} is the same file as the image {}: refusing to append an image to itself",
+                                       raw_path, sparse_path));
+  }
   uint8_t magic[4] = {};
-  ssize_t got = ::pread(sfd.get(), magic, sizeof magic, 0);
-  if (got < 0) return ErrnoError(fmt::format("read {}", sparse_path));
-  bool old_is_raw = !HasSparseMagic(std::span<const uint8_t>(magic, static_cast<size_t>(got)));
-  uint64_t old_size = static_cast<uint64_t>(sst.st_size);
+  FP_ASSIGN_OR_RETURN(size_t got, PreadUpTo(image.fd.get(), magic, 0, sparse_path));
+  bool old_is_raw = !HasSparseMagic(std::span<const uint8_t>(magic, got));
+  const uint64_t old_size = image.size;
   HeaderSink sink;
-  Status s;
   if (old_is_raw) {
     // As AOSP does: a raw image becomes a sparse one of 4096-byte blocks.
     sink.header.total_blks = 0;
@@ -97,11 +100,11 @@ Status AppendToSparse(const std::string& sparse_path, const std::string& raw_pat
                                          sparse_path, old_size, sink.header.blk_sz));
     }
   } else {
-    s = DecodeFd(sfd.get(), sink, {.check_crc = false}, sparse_path);
+    Status s = DecodeFd(image.fd.get(), sink, {.check_crc = false}, sparse_path);
     if (!s.ok()) return s.code() == Code::kCorrupt ? s.WithContext(sparse_path) : s;
   }
   const FileHeader& h = sink.header;
-  uint64_t raw_size = static_cast<uint64_t>(rst.st_size);
+  const uint64_t raw_size = raw.size;
   if (raw_size % h.blk_sz != 0) {
     return InvalidArgument(
         fmt::format("{}: size {} is not a multiple of the image's block size {}", raw_path, raw_size, h.blk_sz));
@@ -109,18 +112,11 @@ Status AppendToSparse(const std::string& sparse_path, const std::string& raw_pat
   if ((old_is_raw ? old_size / h.blk_sz : h.total_blks) + raw_size / h.blk_sz > UINT32_MAX) {
     return InvalidArgument(fmt::format("{} is too large to append: total_blks would pass 2^32-1", raw_path));
   }
-  std::string tmp = sparse_path + ".XXXXXX";
-  UniqueFd out_fd(::mkostemp(tmp.data(), O_CLOEXEC));
-  if (!out_fd.valid()) return ErrnoError(fmt::format("create a temporary file next to {}", sparse_path));
-  FdOutput out(out_fd.get(), tmp);
-  s = Rebuild(sfd.get(), sparse_path, h, old_is_raw, old_size, rfd.get(), raw_path, raw_size, out);
-  if (s.ok() && ::fchmod(out_fd.get(), sst.st_mode & 07777) != 0) s = ErrnoError(fmt::format("chmod {}", tmp));
-  if (s.ok() && ::fsync(out_fd.get()) != 0) s = ErrnoError(fmt::format("fsync {}", tmp));
-  if (s.ok() && out_fd.Close() != 0) s = ErrnoError(fmt::format("close {}", tmp));
-  if (s.ok() && ::rename(tmp.c_str(), sparse_path.c_str()) != 0)
-    s = ErrnoError(fmt::format("rename {} to {}", tmp, sparse_path));
-  if (!s.ok()) ::unlink(tmp.c_str());
-  return s;
+  FP_ASSIGN_OR_RETURN(AtomicFile out_file, AtomicFile::Create(sparse_path));
+  FdOutput out(out_file.fd(), out_file.temp_path());
+  FP_RETURN_IF_ERROR(Rebuild(image.fd.get(), sparse_path, h, old_is_raw, old_size, raw.fd.get(), raw_path, raw_size,
+                             out));
+  return out_file.Commit();
 }
 
 }  // namespace flashpipe::sparse

@@ -2,11 +2,11 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <random>
 #include <string>
 #include <thread>
@@ -17,36 +17,18 @@
 #include "sparse/decode_fd.h"
 #include "sparse/expand.h"
 #include "sparse/resparse.h"
+#include "sparse/part_files.h"
 #include "testing/sparse_builder.h"
+#include "testing/temp_dir.h"
 
 namespace flashpipe::sparse {
 namespace {
 
+using testing::ReadFile;
 using testing::SparseBuilder;
+using testing::TempDir;
+using testing::WriteFile;
 namespace fs = std::filesystem;
-
-class TempDir {
- public:
-  TempDir() {
-    char t[] = "/tmp/fp_conv_XXXXXX";
-    path_ = ::mkdtemp(t);
-  }
-  ~TempDir() { fs::remove_all(path_); }
-  std::string operator/(const std::string& name) const { return path_ + "/" + name; }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
-
-void WriteFile(const std::string& path, const std::vector<uint8_t>& bytes) {
-  std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()), bytes.size());
-}
-
-std::vector<uint8_t> ReadFile(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(f), {}};
-}
 
 TEST(ResparsePlanTest, SplitsRawToFillPartsAndKeepsLimits) {
   // 40 RAW blocks of 4096 at a 50,000-byte limit: libsparse makes 4 parts.
@@ -106,19 +88,11 @@ TEST(ResparseTest, PartsOverlaidRebuildTheImage) {
       }
     }
     WriteFile(dir / "in.simg", b.Build());
-    UniqueFd in(::open((dir / "in.simg").c_str(), O_RDONLY));
     uint64_t max = 28 + 36 + 1024 + rng() % 20000;
+    auto r = ResparseToFiles(dir / "in.simg", dir / "p", max);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
     std::vector<std::string> parts;
-    std::vector<UniqueFd> fds;
-    std::vector<std::unique_ptr<FdOutput>> outs;
-    auto parts_n = Resparse(in.get(), "in.simg", max, [&](size_t i) -> Result<Output*> {
-      parts.push_back(dir / ("p." + std::to_string(i)));
-      fds.emplace_back(::open(parts.back().c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644));
-      outs.push_back(std::make_unique<FdOutput>(fds.back().get(), parts.back()));
-      return outs.back().get();
-    });
-    ASSERT_TRUE(parts_n.ok()) << parts_n.status().ToString();
-    fds.clear();
+    for (size_t i = 0; i < r->parts; ++i) parts.push_back(PartPath(dir / "p", i));
     for (const auto& p : parts) EXPECT_LE(fs::file_size(p), max) << "round " << round;
     Status s = ExpandToPath(parts, dir / "out.img", {});
     ASSERT_TRUE(s.ok()) << s.ToString();
@@ -218,6 +192,236 @@ TEST(AppendTest, RawExistingImageOfOddSizeRefusedAndUntouched) {
             (dir / "s") + " is not a sparse image, and as a raw image its size 5000 is not a multiple of the "
                           "block size 4096");
   EXPECT_EQ(ReadFile(dir / "s"), old);
+}
+
+size_t Entries(const std::string& dir) { return static_cast<size_t>(std::distance(fs::directory_iterator(dir), {})); }
+
+mode_t Mode(const std::string& path) {
+  struct stat st;
+  EXPECT_EQ(::stat(path.c_str(), &st), 0) << path;
+  return st.st_mode & 07777;
+}
+
+// Every input is checked before the output is created: with an output that
+// cannot even be created, the error is still the corrupt second input's.
+TEST(ExpandTest, ChecksEveryInputBeforeCreatingTheOutput) {
+  TempDir dir;
+  WriteFile(dir / "good", SparseBuilder().RawBlocks(2, 1).Build());
+  auto bad = SparseBuilder().RawBlocks(1, 2).DontCare(3).RawBlocks(2, 3).Build();
+  bad.resize(bad.size() - 100);
+  WriteFile(dir / "bad", bad);
+  Status s = ExpandToPath(std::vector<std::string>{dir / "good", dir / "bad"}, dir / "missing_dir/out", {});
+  EXPECT_EQ(s.message(), (dir / "bad") + ": chunk 2 at input byte 0x1034: truncated RAW payload (8092 of 8192 "
+                                         "bytes) at input byte 0x2fdc");
+}
+
+TEST(ExpandTest, RefusesAnInputAsTheOutput) {
+  TempDir dir;
+  auto img = SparseBuilder().RawBlocks(2, 1).Build();
+  WriteFile(dir / "a", img);
+  WriteFile(dir / "b", SparseBuilder().Fill(2, 7).Build());
+  ASSERT_EQ(::symlink("a", (dir / "link").c_str()), 0);
+  for (const char* out : {"a", "link"}) {
+    Status s = ExpandToPath(std::vector<std::string>{dir / "b", dir / "a"}, dir / out, {});
+    EXPECT_EQ(s.message(),
+              "output " + (dir / out) + " is the same file as input " + (dir / "a") + ": refusing to overwrite an input");
+  }
+  EXPECT_EQ(ReadFile(dir / "a"), img);
+}
+
+// One policy for every tool: a symlinked output is written through and
+// stays a link; an existing output keeps its mode.
+TEST(ExpandTest, SymlinkedOutputIsWrittenThroughAndKeepsItsMode) {
+  TempDir dir;
+  SparseBuilder b;
+  b.RawBlocks(2, 1);
+  WriteFile(dir / "in", b.Build());
+  WriteFile(dir / "real", {'o', 'l', 'd'});
+  ASSERT_EQ(::chmod((dir / "real").c_str(), 0640), 0);
+  ASSERT_EQ(::symlink("real", (dir / "link").c_str()), 0);
+  ASSERT_TRUE(ExpandToPath(std::vector<std::string>{dir / "in"}, dir / "link", {}).ok());
+  EXPECT_TRUE(fs::is_symlink(dir / "link"));
+  EXPECT_EQ(ReadFile(dir / "real"), b.expanded());
+  EXPECT_EQ(Mode(dir / "real"), 0640u);
+}
+
+TEST(ExpandTest, StreamOutputTakesOneInput) {
+  TempDir dir;
+  WriteFile(dir / "a", SparseBuilder().RawBlocks(1, 1).Build());
+  EXPECT_EQ(ExpandToPath(std::vector<std::string>{dir / "a", dir / "a"}, "/dev/null", {}).message(),
+            "/dev/null is a stream: it takes exactly one input");
+}
+
+TEST(AppendTest, RefusesToAppendAnImageToItself) {
+  TempDir dir;
+  WriteFile(dir / "s", SparseBuilder(1024).RawBlocks(4, 1).Build());
+  ASSERT_EQ(::link((dir / "s").c_str(), (dir / "hard").c_str()), 0);
+  ASSERT_EQ(::symlink("s", (dir / "sym").c_str()), 0);
+  auto before = ReadFile(dir / "s");
+  for (const char* raw : {"s", "hard", "sym"}) {
+    EXPECT_EQ(AppendToSparse(dir / "s", dir / raw).message(),
+              (dir / raw) + " is the same file as the image " + (dir / "s") + ": refusing to append an image to itself");
+  }
+  EXPECT_EQ(ReadFile(dir / "s"), before);
+}
+
+TEST(AppendTest, SymlinkedImageIsWrittenThroughAndKeepsItsMode) {
+  TempDir dir;
+  SparseBuilder b(1024);
+  b.RawBlocks(2, 1);
+  WriteFile(dir / "real", b.Build());
+  ASSERT_EQ(::chmod((dir / "real").c_str(), 0600), 0);
+  ASSERT_EQ(::symlink("real", (dir / "link").c_str()), 0);
+  auto tail = SparseBuilder::RandomBytes(1024, 4);
+  WriteFile(dir / "t", tail);
+  ASSERT_TRUE(AppendToSparse(dir / "link", dir / "t").ok());
+  EXPECT_TRUE(fs::is_symlink(dir / "link"));
+  EXPECT_EQ(Mode(dir / "real"), 0600u);
+  ASSERT_TRUE(ExpandToPath(std::vector<std::string>{dir / "real"}, dir / "out", {}).ok());
+  auto want = b.expanded();
+  want.insert(want.end(), tail.begin(), tail.end());
+  EXPECT_EQ(ReadFile(dir / "out"), want);
+}
+
+// An image of `blocks` RAW blocks of 4096, random.
+std::vector<uint8_t> RawImage(uint32_t blocks, uint32_t seed) {
+  return SparseBuilder(4096).RawBlocks(blocks, seed).Build();
+}
+
+TEST(ResparseFilesTest, FewerPartsRemoveTheStaleOnes) {
+  TempDir dir;
+  WriteFile(dir / "in", RawImage(40, 1));
+  auto first = ResparseToFiles(dir / "in", dir / "p", 50000);
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  ASSERT_EQ(first->parts, 4u);
+  auto second = ResparseToFiles(dir / "in", dir / "p", 200000);
+  ASSERT_TRUE(second.ok()) << second.status().ToString();
+  EXPECT_EQ(second->parts, 1u);
+  EXPECT_EQ(second->removed, (std::vector<std::string>{dir / "p.1", dir / "p.2", dir / "p.3"}));
+  EXPECT_EQ(Entries(dir.path()), 2u);  // in, p.0
+}
+
+TEST(ResparseFilesTest, APartOrStalePartThatIsTheInputIsRefusedAndNothingChanges) {
+  TempDir dir;
+  WriteFile(dir / "in", RawImage(40, 1));
+  ASSERT_TRUE(ResparseToFiles(dir / "in", dir / "p", 50000).ok());
+  auto p0 = ReadFile(dir / "p.0"), p3 = ReadFile(dir / "p.3");
+  EXPECT_EQ(ResparseToFiles(dir / "p.0", dir / "p", 50000).status().message(),
+            "output " + (dir / "p.0") + " is the same file as input " + (dir / "p.0") +
+                ": refusing to overwrite an input");
+  // p.3 as input makes one part, so p.3 would be stale and removed.
+  EXPECT_EQ(ResparseToFiles(dir / "p.3", dir / "p", 1 << 20).status().message(),
+            (dir / "p.3") + " would be a stale part (this run makes fewer parts) but is the input " + (dir / "p.3") +
+                ": refusing to remove it");
+  EXPECT_EQ(ReadFile(dir / "p.0"), p0);
+  EXPECT_EQ(ReadFile(dir / "p.3"), p3);
+  EXPECT_EQ(Entries(dir.path()), 5u);
+}
+
+// A part that cannot be created after others were written: the old parts
+// stay as they were and no temp is left (before, parts were truncated in
+// place one by one).
+TEST(ResparseFilesTest, AFailureLeavesTheOldPartsAndNoTemp) {
+  TempDir dir;
+  WriteFile(dir / "in", RawImage(40, 1));
+  WriteFile(dir / "p.0", {'o', 'l', 'd'});
+  ASSERT_EQ(::symlink("missing_dir/x", (dir / "p.2").c_str()), 0);
+  Status s = ResparseToFiles(dir / "in", dir / "p", 50000).status();
+  EXPECT_EQ(s.code(), Code::kIoError) << s.ToString();
+  EXPECT_EQ(ReadFile(dir / "p.0"), (std::vector<uint8_t>{'o', 'l', 'd'}));
+  EXPECT_EQ(Entries(dir.path()), 3u);  // in, p.0, p.2
+}
+
+TEST(ResparseFilesTest, SymlinkedPartIsWrittenThroughAndKeepsItsMode) {
+  TempDir dir;
+  WriteFile(dir / "in", RawImage(40, 1));
+  WriteFile(dir / "real", {'o', 'l', 'd'});
+  ASSERT_EQ(::chmod((dir / "real").c_str(), 0640), 0);
+  ASSERT_EQ(::symlink("real", (dir / "p.1").c_str()), 0);
+  auto r = ResparseToFiles(dir / "in", dir / "p", 50000);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_TRUE(fs::is_symlink(dir / "p.1"));
+  EXPECT_EQ(Mode(dir / "real"), 0640u);
+  std::vector<std::string> parts;
+  for (size_t i = 0; i < r->parts; ++i) parts.push_back(PartPath(dir / "p", i));
+  ASSERT_TRUE(ExpandToPath(parts, dir / "out", {}).ok());
+  EXPECT_EQ(ReadFile(dir / "out"), SparseBuilder(4096).RawBlocks(40, 1).expanded());
+}
+
+// A killed run leaves temps (for parts this run will not make too); the
+// next run removes them.
+TEST(ResparseFilesTest, TempsOfADeadRunAreRemoved) {
+  TempDir dir;
+  WriteFile(dir / "in", RawImage(40, 1));
+  pid_t child = ::fork();
+  if (child == 0) ::_exit(0);
+  ASSERT_EQ(::waitpid(child, nullptr, 0), child);
+  for (int n : {0, 7}) WriteFile(dir / fmt::format(".p.{}.flashpipe-{}-0000abcd", n, child), {1});
+  WriteFile(dir / ".other.flashpipe-1-00000000", {1});
+  ASSERT_TRUE(ResparseToFiles(dir / "in", dir / "p", 200000).ok());
+  EXPECT_EQ(Entries(dir.path()), 3u);  // in, p.0, the other tool's temp
+}
+
+TEST(ResparseFilesTest, PrefixMustNameAFile) {
+  EXPECT_EQ(ResparseToFiles("in", "dir/", 1 << 20).status().message(), "output prefix 'dir/' must end in a file name");
+}
+
+TEST(CheckSparseFileTest, FindsWhatTheDecoderFindsWithoutReadingPayloads) {
+  TempDir dir;
+  SparseBuilder b(4096);
+  b.RawBlocks(300, 1).Fill(2, 5).DontCare(3).RawBlocks(20, 2);
+  auto img = b.Build();
+  WriteFile(dir / "ok", img);
+  UniqueFd ok(::open((dir / "ok").c_str(), O_RDONLY));
+  auto h = CheckSparseFile(ok.get(), 0, img.size(), "ok");
+  ASSERT_TRUE(h.ok()) << h.status().ToString();
+  EXPECT_EQ(h->total_blks, 325u);
+  for (size_t cut : {size_t{10}, size_t{5000}, img.size() - 1}) {
+    std::vector<uint8_t> part(img.begin(), img.begin() + static_cast<long>(cut));
+    WriteFile(dir / "cut", part);
+    UniqueFd fd(::open((dir / "cut").c_str(), O_RDONLY));
+    NullSink sink;
+    Decoder d(&sink, {.check_crc = false});
+    Status want = d.Feed(part);
+    if (want.ok()) want = d.Finish();
+    EXPECT_EQ(CheckSparseFile(fd.get(), 0, part.size(), "cut").status().message(), want.message()) << cut;
+  }
+  img.push_back(0);  // data after the last chunk
+  WriteFile(dir / "long", img);
+  UniqueFd fd(::open((dir / "long").c_str(), O_RDONLY));
+  EXPECT_EQ(CheckSparseFile(fd.get(), 0, img.size(), "long").status().message(),
+            fmt::format("input byte 0x{:x}: data after the last chunk (total_chunks 4)", img.size() - 1));
+}
+
+TEST(ReadHeaderTest, ChecksTheHeaderAndKeepsTheBytes) {
+  int p[2];
+  ASSERT_EQ(::pipe(p), 0);
+  auto img = SparseBuilder().RawBlocks(1, 1).Build();
+  ASSERT_EQ(::write(p[1], img.data(), img.size()), static_cast<ssize_t>(img.size()));
+  ::close(p[1]);
+  std::vector<uint8_t> head;
+  auto h = ReadHeader(p[0], "pipe", &head);
+  ASSERT_TRUE(h.ok()) << h.status().ToString();
+  EXPECT_EQ(head.size(), 28u);
+  struct Count : NullSink {
+    Status OnRaw(uint64_t, std::span<const uint8_t> d) override {
+      bytes += d.size();
+      return Status::Ok();
+    }
+    uint64_t bytes = 0;
+  } sink;
+  ASSERT_TRUE(DecodeFd(p[0], sink, {}, "pipe", head).ok());
+  EXPECT_EQ(sink.bytes, 4096u);
+  ::close(p[0]);
+  std::vector<uint8_t> bad = {'X', 'X', 'X', 'X'};
+  bad.resize(40);
+  ASSERT_EQ(::pipe(p), 0);
+  ASSERT_EQ(::write(p[1], bad.data(), bad.size()), 40);
+  ::close(p[1]);
+  head.clear();
+  EXPECT_EQ(ReadHeader(p[0], "pipe", &head).status().message(),
+            "file header at input byte 0x0: bad magic 0x58585858 (expected 0xed26ff3a)");
+  ::close(p[0]);
 }
 
 TEST(DecodeFdTest, PipeAndFileGiveTheSameImage) {

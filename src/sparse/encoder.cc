@@ -11,6 +11,8 @@
 #include "base/aligned_buffer.h"
 #include "base/crc32.h"
 #include "base/endian.h"
+#include "base/fd_io.h"
+#include "sparse/files.h"
 
 namespace flashpipe::sparse {
 
@@ -159,21 +161,6 @@ Status EmitBlocks(std::span<const uint8_t> buf, uint32_t blk, RunEmitter& em) {
   return Status::Ok();
 }
 
-// Reads up to buf.size() bytes at `offset` (pread) or from the current
-// position (read, offset < 0); stops early only at EOF.
-Result<size_t> ReadFull(int fd, std::span<uint8_t> buf, int64_t offset, std::string_view name, uint64_t where) {
-  size_t got = 0;
-  while (got < buf.size()) {
-    ssize_t n = offset >= 0 ? ::pread(fd, buf.data() + got, buf.size() - got, offset + static_cast<int64_t>(got))
-                            : ::read(fd, buf.data() + got, buf.size() - got);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return ErrnoError(fmt::format("read {} at byte 0x{:x}", name, where + got));
-    if (n == 0) break;
-    got += static_cast<size_t>(n);
-  }
-  return got;
-}
-
 class Scanner {
  public:
   Scanner(int fd, std::string_view name, uint32_t blk)
@@ -188,7 +175,8 @@ class Scanner {
       size_t want = read_size_;  // whole blocks (buf_ may be larger: rounded to its alignment)
       if (len >= 0) want = static_cast<size_t>(std::min<int64_t>(len - static_cast<int64_t>(pos - offset), want));
       if (want == 0) return Status::Ok();
-      FP_ASSIGN_OR_RETURN(size_t got, ReadFull(fd_, {buf_.data(), want}, offset < 0 ? -1 : int64_t(pos), name_, pos));
+      std::span<uint8_t> to{buf_.data(), want};
+      FP_ASSIGN_OR_RETURN(size_t got, offset < 0 ? ReadUpTo(fd_, to, name_, pos) : PreadUpTo(fd_, to, pos, name_));
       if (got == 0) return Status::Ok();
       pos += got;
       size_ = std::max(size_, pos);
@@ -275,7 +263,7 @@ Result<uint32_t> BlockCount(uint64_t size, uint32_t blk, std::string_view name) 
 
 }  // namespace
 
-Result<EncodeStats> EncodeImage(int in_fd, std::string_view in_name, Output& out, const EncoderOptions& o) {
+Status CheckEncodable(int in_fd, std::string_view in_name, bool output_seekable, const EncoderOptions& o) {
   if (o.block_size == 0 || o.block_size % 4 != 0)
     return InvalidArgument(fmt::format("block size {} is not a non-zero multiple of 4", o.block_size));
   if (o.block_size > UINT32_MAX - kChunkHeaderSize)  // a one-block RAW chunk's total_sz must fit 32 bits
@@ -283,12 +271,19 @@ Result<EncodeStats> EncodeImage(int in_fd, std::string_view in_name, Output& out
                                        o.block_size));
   FP_ASSIGN_OR_RETURN(InputInfo info, Probe(in_fd, in_name));
   if (o.holes && !info.seekable) return InvalidArgument(fmt::format("-s needs a seekable input; {} is not", in_name));
-  const bool seek_back = out.seekable();
-  if (!seek_back && !info.seekable) {
+  if (!output_seekable && !info.seekable) {
     return InvalidArgument(fmt::format(
         "cannot write a sparse image to a pipe from a pipe: the chunk counts come first, so either the output "
         "or the input ({}) must be a file", in_name));
   }
+  if (info.seekable) FP_RETURN_IF_ERROR(BlockCount(info.size, o.block_size, in_name).status());
+  return Status::Ok();
+}
+
+Result<EncodeStats> EncodeImage(int in_fd, std::string_view in_name, Output& out, const EncoderOptions& o) {
+  const bool seek_back = out.seekable();
+  FP_RETURN_IF_ERROR(CheckEncodable(in_fd, in_name, seek_back, o));
+  FP_ASSIGN_OR_RETURN(InputInfo info, Probe(in_fd, in_name));
   ChunkWriter w(&out, o.block_size);
   std::vector<uint32_t> plan;
   EncodeStats stats;
@@ -314,6 +309,17 @@ Result<EncodeStats> EncodeImage(int in_fd, std::string_view in_name, Output& out
   stats.total_chunks = w.chunks();
   stats.output_bytes = w.offset();
   stats.crc = em.crc();
+  return stats;
+}
+
+Result<EncodeStats> EncodeToPath(const std::string& in_path, const std::string& out_path, const EncoderOptions& o) {
+  FP_ASSIGN_OR_RETURN(InputFile in, OpenInput(in_path));
+  FP_ASSIGN_OR_RETURN(OutputFile out, OutputFile::Check(out_path, {&in, 1}));
+  FP_RETURN_IF_ERROR(CheckEncodable(in.fd.get(), in.name, out.seekable(), o));
+  FP_RETURN_IF_ERROR(out.Open());
+  FdOutput output(out.fd(), out.name());
+  FP_ASSIGN_OR_RETURN(EncodeStats stats, EncodeImage(in.fd.get(), in.name, output, o));
+  FP_RETURN_IF_ERROR(out.Commit());
   return stats;
 }
 

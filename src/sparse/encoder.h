@@ -19,6 +19,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 #include "base/status.h"
@@ -43,7 +44,19 @@ struct EncodeStats {
 
 // Reads `in_fd` to EOF (from offset 0 when it is seekable, else from where it
 // is) and writes the sparse image to `out`. `in_name` names it in errors.
+// Starts with CheckEncodable.
 Result<EncodeStats> EncodeImage(int in_fd, std::string_view in_name, Output& out, const EncoderOptions& options);
+
+// What EncodeImage refuses before it writes a byte: a bad block size, an
+// empty seekable input, -s on a stream, a stream to a stream.
+Status CheckEncodable(int in_fd, std::string_view in_name, bool output_seekable, const EncoderOptions& options);
+
+// img2simg: `in_path` ("-": stdin) to `out_path` ("-": stdout), through
+// sparse/files.h. Every check (the input opens and is not empty, the output
+// is not the input, CheckEncodable) comes before the output is created; a
+// regular-file output appears only when complete.
+Result<EncodeStats> EncodeToPath(const std::string& in_path, const std::string& out_path,
+                                 const EncoderOptions& options);
 
 // True when every 32-bit word of `block` equals the first; sets *pattern.
 // REQUIRES: block.size() is a non-zero multiple of 4.

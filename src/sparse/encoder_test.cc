@@ -3,8 +3,10 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <random>
 #include <string>
 #include <thread>
@@ -14,6 +16,7 @@
 #include "base/unique_fd.h"
 #include "sparse/decoder.h"
 #include "testing/sparse_builder.h"
+#include "testing/temp_dir.h"
 
 namespace flashpipe::sparse {
 namespace {
@@ -267,6 +270,50 @@ TEST(EncoderTest, HoleModeMapsHolesToDontCare) {
   std::copy(data.begin(), data.end(), expect.begin() + 65536);
   std::copy(tail.begin(), tail.end(), expect.begin() + tail_at);
   EXPECT_EQ(Expand(simg), expect);
+}
+
+// img2simg's file handling (EncodeToPath): the input is never the output,
+// checks come before the output is touched, one symlink/mode policy.
+TEST(EncodeToPathTest, TheInputIsNeverTheOutput) {
+  testing::TempDir dir;
+  auto raw = SparseBuilder::RandomBytes(3 * 4096, 1);
+  testing::WriteFile(dir / "x", raw);
+  ASSERT_EQ(::symlink("x", (dir / "sym").c_str()), 0);
+  ASSERT_EQ(::link((dir / "x").c_str(), (dir / "hard").c_str()), 0);
+  for (const char* out : {"x", "sym", "hard"}) {
+    EXPECT_EQ(EncodeToPath(dir / "x", dir / out, {}).status().message(),
+              "output " + (dir / out) + " is the same file as input " + (dir / "x") + ": refusing to overwrite an input");
+  }
+  EXPECT_EQ(testing::ReadFile(dir / "x"), raw);
+}
+
+// An empty input is refused before the old output is touched (it used to be
+// truncated, then deleted).
+TEST(EncodeToPathTest, AnEmptyOrMissingInputLeavesTheOutputAlone) {
+  testing::TempDir dir;
+  testing::WriteFile(dir / "empty", {});
+  testing::WriteFile(dir / "out", {'o', 'l', 'd'});
+  EXPECT_EQ(EncodeToPath(dir / "empty", dir / "out", {}).status().message(),
+            (dir / "empty") + " is empty: a sparse image holds at least one block");
+  EXPECT_EQ(testing::ReadFile(dir / "out"), (std::vector<uint8_t>{'o', 'l', 'd'}));
+  EXPECT_FALSE(EncodeToPath(dir / "missing", dir / "new", {}).ok());
+  EXPECT_FALSE(std::filesystem::exists(dir / "new"));
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir.path()), {}), 2);
+}
+
+TEST(EncodeToPathTest, SymlinkedOutputIsWrittenThroughAndKeepsItsMode) {
+  testing::TempDir dir;
+  auto raw = SparseBuilder::RandomBytes(3 * 4096, 1);
+  testing::WriteFile(dir / "in", raw);
+  testing::WriteFile(dir / "real", {'o', 'l', 'd'});
+  ASSERT_EQ(::chmod((dir / "real").c_str(), 0640), 0);
+  ASSERT_EQ(::symlink("real", (dir / "link").c_str()), 0);
+  ASSERT_TRUE(EncodeToPath(dir / "in", dir / "link", {}).ok());
+  EXPECT_TRUE(std::filesystem::is_symlink(dir / "link"));
+  struct stat st;
+  ASSERT_EQ(::stat((dir / "real").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0640u);
+  EXPECT_EQ(Expand(testing::ReadFile(dir / "real")), raw);
 }
 
 }  // namespace

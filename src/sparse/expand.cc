@@ -2,9 +2,6 @@
 
 #include <fcntl.h>
 #include <linux/falloc.h>
-#include <linux/fs.h>
-#include <sys/ioctl.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -12,35 +9,14 @@
 #include <vector>
 
 #include "base/endian.h"
-#include "base/unique_fd.h"
+#include "base/fd_io.h"
 #include "sparse/decode_fd.h"
+#include "sparse/files.h"
 
 namespace flashpipe::sparse {
 namespace {
 
 constexpr size_t kPatternBuffer = size_t{1} << 20;
-
-Status PwriteFull(int fd, std::span<const uint8_t> data, uint64_t offset, std::string_view name) {
-  while (!data.empty()) {
-    ssize_t n = ::pwrite(fd, data.data(), data.size(), static_cast<off_t>(offset));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return ErrnoError(fmt::format("write {} at byte 0x{:x}", name, offset));
-    data = data.subspan(static_cast<size_t>(n));
-    offset += static_cast<uint64_t>(n);
-  }
-  return Status::Ok();
-}
-
-Status WriteFull(int fd, std::span<const uint8_t> data, uint64_t offset, std::string_view name) {
-  while (!data.empty()) {
-    ssize_t n = ::write(fd, data.data(), data.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return ErrnoError(fmt::format("write {} at byte 0x{:x}", name, offset));
-    data = data.subspan(static_cast<size_t>(n));
-    offset += static_cast<uint64_t>(n);
-  }
-  return Status::Ok();
-}
 
 }  // namespace
 
@@ -60,13 +36,13 @@ Status FdImageSink::OnHeader(const FileHeader& h) {
 
 Status FdImageSink::WriteAt(uint64_t offset, std::span<const uint8_t> data) {
   if (kind_ != Kind::kStream) {
-    FP_RETURN_IF_ERROR(PwriteFull(fd_, data, offset, name_));
+    FP_RETURN_IF_ERROR(PwriteAll(fd_, data, offset, name_));
     if (kind_ == Kind::kFile) writeback_.Wrote(offset + data.size());
     return Status::Ok();
   }
   if (offset != stream_pos_) return Internal(fmt::format("{}: out-of-order write at 0x{:x}", name_, offset));
   stream_pos_ += data.size();
-  return WriteFull(fd_, data, offset, name_);
+  return WriteAll(fd_, data, name_, offset);
 }
 
 Status FdImageSink::OnRaw(uint64_t offset, std::span<const uint8_t> data) { return WriteAt(offset, data); }
@@ -106,82 +82,73 @@ Status FdImageSink::OnSkip(uint64_t offset, uint64_t length) {
 
 namespace {
 
-Result<UniqueFd> OpenInput(const std::string& path) {
-  if (path == "-") return UniqueFd(::dup(STDIN_FILENO));
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!fd.valid()) return ErrnoError(fmt::format("open {}", path));
-  return fd;
+Status WithInputName(const Status& s, const InputFile& in) {
+  return s.code() == Code::kCorrupt ? s.WithContext(in.name) : s;
 }
 
-Status DecodeAll(std::span<const std::string> inputs, FdImageSink& sink, DecoderOptions options) {
-  for (const std::string& in : inputs) {
-    FP_ASSIGN_OR_RETURN(UniqueFd fd, OpenInput(in));
-    std::string name = in == "-" ? "stdin" : in;
-    Status s = DecodeFd(fd.get(), sink, options, name);
-    if (!s.ok()) return s.code() == Code::kCorrupt ? s.WithContext(name) : s;
+// Every input's header, and for a file every chunk header, before anything
+// is created; returns the largest expanded size.
+Result<uint64_t> CheckInputs(std::span<InputFile> inputs) {
+  uint64_t size = 0;
+  for (InputFile& in : inputs) {
+    Result<FileHeader> h = in.seekable ? CheckSparseFile(in.fd.get(), in.start, in.size, in.name)
+                                       : ReadHeader(in.fd.get(), in.name, &in.head);
+    if (!h.ok()) return WithInputName(h.status(), in);
+    size = std::max(size, h->image_size());
+  }
+  return size;
+}
+
+Status DecodeAll(std::span<const InputFile> inputs, FdImageSink& sink, DecoderOptions options) {
+  for (const InputFile& in : inputs) {
+    Status s = DecodeFd(in.fd.get(), sink, options, in.name, in.head);
+    if (!s.ok()) return WithInputName(s, in);
   }
   return Status::Ok();
 }
 
-Status ExpandToStream(std::span<const std::string> inputs, DecoderOptions options) {
-  if (inputs.size() != 1) return InvalidArgument("writing to stdout takes exactly one input");
-  FdImageSink sink(STDOUT_FILENO, "stdout", FdImageSink::Kind::kStream);
-  return DecodeAll(inputs, sink, options);
+FdImageSink::Kind SinkKind(OutputFile::Kind kind) {
+  switch (kind) {
+    case OutputFile::Kind::kFile: return FdImageSink::Kind::kFile;
+    case OutputFile::Kind::kDevice: return FdImageSink::Kind::kDevice;
+    case OutputFile::Kind::kStream: return FdImageSink::Kind::kStream;
+  }
+  return FdImageSink::Kind::kStream;
 }
 
-Status ExpandToDevice(std::span<const std::string> inputs, const std::string& output, DecoderOptions options) {
-  UniqueFd fd(::open(output.c_str(), O_WRONLY | O_CLOEXEC));
-  if (!fd.valid()) return ErrnoError(fmt::format("open {}", output));
-  uint64_t capacity = 0;
-  if (::ioctl(fd.get(), BLKGETSIZE64, &capacity) != 0) return ErrnoError(fmt::format("size of {}", output));
-  FdImageSink sink(fd.get(), output, FdImageSink::Kind::kDevice, capacity);
-  FP_RETURN_IF_ERROR(DecodeAll(inputs, sink, options));
-  if (::fsync(fd.get()) != 0) return ErrnoError(fmt::format("fsync {}", output));
-  if (fd.Close() != 0) return ErrnoError(fmt::format("close {}", output));
-  return Status::Ok();
-}
-
-Status ExpandToFile(std::span<const std::string> inputs, const std::string& output, DecoderOptions options) {
-  std::string tmp = output + ".XXXXXX";
-  UniqueFd fd(::mkostemp(tmp.data(), O_CLOEXEC));
-  if (!fd.valid()) return ErrnoError(fmt::format("create a temporary file next to {}", output));
-  auto fail = [&](Status s) {
-    ::unlink(tmp.c_str());
-    return s;
-  };
-  mode_t mask = ::umask(0);
-  ::umask(mask);
-  if (::fchmod(fd.get(), 0666 & ~mask) != 0) return fail(ErrnoError(fmt::format("chmod {}", tmp)));
-  FdImageSink sink(fd.get(), output, FdImageSink::Kind::kFile);
-  Status s = DecodeAll(inputs, sink, options);
-  if (!s.ok()) return fail(s);
-  if (::ftruncate(fd.get(), static_cast<off_t>(sink.image_size())) != 0)
-    return fail(ErrnoError(fmt::format("truncate {}", tmp)));
-  if (::fsync(fd.get()) != 0) return fail(ErrnoError(fmt::format("fsync {}", tmp)));
-  if (fd.Close() != 0) return fail(ErrnoError(fmt::format("close {}", tmp)));
-  if (::rename(tmp.c_str(), output.c_str()) != 0)
-    return fail(ErrnoError(fmt::format("rename {} to {}", tmp, output)));
-  return Status::Ok();
+// Everything that can be known before writing: the output is not an input,
+// a stream takes one image, every input is valid, a device is large enough.
+Result<uint64_t> CheckExpand(std::span<InputFile> inputs, const OutputFile& out) {
+  if (out.kind() == OutputFile::Kind::kStream && inputs.size() != 1) {
+    return InvalidArgument(fmt::format("{} is a stream: it takes exactly one input", out.name()));
+  }
+  FP_ASSIGN_OR_RETURN(uint64_t size, CheckInputs(inputs));
+  if (out.kind() == OutputFile::Kind::kDevice && size > out.device_size()) {
+    return NoSpace(fmt::format("image of {} bytes does not fit {} ({} bytes); nothing written", size, out.name(),
+                               out.device_size()));
+  }
+  return size;
 }
 
 }  // namespace
 
-Status ExpandToPath(std::span<const std::string> inputs, const std::string& output, DecoderOptions options) {
-  if (inputs.empty()) return InvalidArgument("no input");
-  if (std::count(inputs.begin(), inputs.end(), "-") > 1) return InvalidArgument("stdin can be read only once");
-  if (output == "-") return ExpandToStream(inputs, options);
-  struct stat st;
-  if (::stat(output.c_str(), &st) == 0) {
-    if (S_ISBLK(st.st_mode)) return ExpandToDevice(inputs, output, options);
-    if (!S_ISREG(st.st_mode)) {
-      UniqueFd fd(::open(output.c_str(), O_WRONLY | O_CLOEXEC));
-      if (!fd.valid()) return ErrnoError(fmt::format("open {}", output));
-      if (inputs.size() != 1) return InvalidArgument(fmt::format("{} is a stream: it takes one input", output));
-      FdImageSink sink(fd.get(), output, FdImageSink::Kind::kStream);
-      return DecodeAll(inputs, sink, options);
-    }
+Status ExpandToPath(std::span<const std::string> paths, const std::string& output, DecoderOptions options) {
+  if (paths.empty()) return InvalidArgument("no input");
+  if (std::count(paths.begin(), paths.end(), "-") > 1) return InvalidArgument("stdin can be read only once");
+  std::vector<InputFile> inputs;
+  for (const std::string& path : paths) {
+    FP_ASSIGN_OR_RETURN(InputFile in, OpenInput(path));
+    inputs.push_back(std::move(in));
   }
-  return ExpandToFile(inputs, output, options);
+  FP_ASSIGN_OR_RETURN(OutputFile out, OutputFile::Check(output, inputs));
+  FP_ASSIGN_OR_RETURN(uint64_t size, CheckExpand(inputs, out));
+  FP_RETURN_IF_ERROR(out.Open());
+  FdImageSink sink(out.fd(), out.name(), SinkKind(out.kind()), out.device_size());
+  FP_RETURN_IF_ERROR(DecodeAll(inputs, sink, options));
+  if (out.kind() == OutputFile::Kind::kFile && ::ftruncate(out.fd(), static_cast<off_t>(size)) != 0) {
+    return ErrnoError(fmt::format("truncate {}", out.name()));
+  }
+  return out.Commit();
 }
 
 }  // namespace flashpipe::sparse

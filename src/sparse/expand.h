@@ -7,9 +7,12 @@
 //   kDevice  a block device, written in place: DONT_CARE leaves what is there.
 //   kStream  a pipe or terminal: strictly sequential, DONT_CARE as zeros.
 // ExpandToPath lays several sparse images over each other in order, as the
-// AOSP simg2img does with fastboot's split parts. A regular-file output is
-// built in a temporary file next to it, fsynced and renamed over it only on
-// success, so a failure never leaves a complete-looking output.
+// AOSP simg2img does with fastboot's split parts. Before anything is created
+// it opens every input, refuses an output that is one of them, checks every
+// input (a file: every chunk header; a stream: its file header) and a block
+// device's size. A regular-file output is built in a temporary file beside
+// it and renamed over it only on success (sparse/files.h), so a failure or a
+// kill never leaves a complete-looking output.
 #pragma once
 
 #include <cstdint>

@@ -88,7 +88,27 @@ class ExtentSink : public NullSink {
   std::vector<Extent> extents;
 };
 
-Status WritePart(const PartPlan& part, const FileHeader& h, int in_fd, const std::string& in_name, Output* out) {
+}  // namespace
+
+Result<std::vector<PartPlan>> PlanResparse(uint32_t blk_sz, uint32_t total_blks, const std::vector<Extent>& extents,
+                                           uint64_t max_size) {
+  Planner p(blk_sz, total_blks, max_size);
+  for (const Extent& e : extents) FP_RETURN_IF_ERROR(p.Add(e));
+  return p.Finish();
+}
+
+Result<ResparsePlan> PlanResparseFile(int in_fd, const std::string& in_name, uint64_t max_size) {
+  ExtentSink sink;
+  if (::lseek(in_fd, 0, SEEK_SET) != 0) return ErrnoError(fmt::format("{} must be seekable", in_name));
+  Status s = DecodeFd(in_fd, sink, {}, in_name);
+  if (!s.ok()) return s.code() == Code::kCorrupt ? s.WithContext(in_name) : s;
+  FP_ASSIGN_OR_RETURN(auto parts, PlanResparse(sink.header.blk_sz, sink.header.total_blks, sink.extents, max_size));
+  return ResparsePlan{sink.header, std::move(parts)};
+}
+
+Status WritePart(const ResparsePlan& plan, size_t index, int in_fd, std::string_view in_name, Output* out) {
+  const FileHeader& h = plan.header;
+  const PartPlan& part = plan.parts.at(index);
   ChunkWriter w(out, h.blk_sz);
   FP_RETURN_IF_ERROR(w.FileHeader(h.total_blks, part.chunks));
   uint64_t cursor = 0;
@@ -105,33 +125,10 @@ Status WritePart(const PartPlan& part, const FileHeader& h, int in_fd, const std
   if (cursor < h.total_blks) FP_RETURN_IF_ERROR(w.DontCare(static_cast<uint32_t>(h.total_blks - cursor)));
   FP_RETURN_IF_ERROR(w.Flush());
   if (w.offset() != part.bytes || w.chunks() != part.chunks) {
-    return Internal(fmt::format("resparse part: wrote {} bytes in {} chunks, planned {} in {}", w.offset(),
+    return Internal(fmt::format("resparse part {}: wrote {} bytes in {} chunks, planned {} in {}", index, w.offset(),
                                 w.chunks(), part.bytes, part.chunks));
   }
   return Status::Ok();
-}
-
-}  // namespace
-
-Result<std::vector<PartPlan>> PlanResparse(uint32_t blk_sz, uint32_t total_blks, const std::vector<Extent>& extents,
-                                           uint64_t max_size) {
-  Planner p(blk_sz, total_blks, max_size);
-  for (const Extent& e : extents) FP_RETURN_IF_ERROR(p.Add(e));
-  return p.Finish();
-}
-
-Result<size_t> Resparse(int in_fd, const std::string& in_name, uint64_t max_size,
-                        const std::function<Result<Output*>(size_t)>& open_part) {
-  ExtentSink sink;
-  if (::lseek(in_fd, 0, SEEK_SET) != 0) return ErrnoError(fmt::format("{} must be seekable", in_name));
-  Status s = DecodeFd(in_fd, sink, {}, in_name);
-  if (!s.ok()) return s.code() == Code::kCorrupt ? s.WithContext(in_name) : s;
-  FP_ASSIGN_OR_RETURN(auto parts, PlanResparse(sink.header.blk_sz, sink.header.total_blks, sink.extents, max_size));
-  for (size_t i = 0; i < parts.size(); ++i) {
-    FP_ASSIGN_OR_RETURN(Output * out, open_part(i));
-    FP_RETURN_IF_ERROR(WritePart(parts[i], sink.header, in_fd, in_name, out));
-  }
-  return parts.size();
 }
 
 }  // namespace flashpipe::sparse

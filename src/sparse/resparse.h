@@ -12,7 +12,7 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
+#include <string_view>
 #include <string>
 #include <vector>
 
@@ -41,10 +41,16 @@ struct PartPlan {
 Result<std::vector<PartPlan>> PlanResparse(uint32_t blk_sz, uint32_t total_blks, const std::vector<Extent>& extents,
                                            uint64_t max_size);
 
-// Reads the sparse image `in_fd` (seekable) twice: once to validate it and
-// collect its extents, then to copy RAW payload into each part. open_part(i)
-// gives the Output for part i. Returns the number of parts.
-Result<size_t> Resparse(int in_fd, const std::string& in_name, uint64_t max_size,
-                        const std::function<Result<Output*>(size_t)>& open_part);
+struct ResparsePlan {
+  FileHeader header;  // the input's
+  std::vector<PartPlan> parts;
+};
+
+// Reads the whole sparse image `in_fd` (seekable) from offset 0, validates it
+// (CRC32 chunks included) and plans its parts. Writes nothing.
+Result<ResparsePlan> PlanResparseFile(int in_fd, const std::string& in_name, uint64_t max_size);
+
+// Writes part `index` of `plan` to `out`, RAW payload copied from `in_fd`.
+Status WritePart(const ResparsePlan& plan, size_t index, int in_fd, std::string_view in_name, Output* out);
 
 }  // namespace flashpipe::sparse

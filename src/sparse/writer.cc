@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "base/endian.h"
+#include "base/fd_io.h"
 
 namespace flashpipe::sparse {
 namespace {
@@ -19,19 +20,6 @@ constexpr size_t kStageSize = size_t{1} << 20;
 // Payloads below this are copied into the staging buffer; larger ones are
 // written from the caller's memory.
 constexpr size_t kDirectThreshold = 64 << 10;
-
-Status PreadFull(int fd, uint8_t* buf, size_t len, uint64_t off, std::string_view name) {
-  while (len > 0) {
-    ssize_t n = ::pread(fd, buf, len, static_cast<off_t>(off));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return ErrnoError(fmt::format("read {} at byte 0x{:x}", name, off));
-    if (n == 0) return Corrupt(fmt::format("read {} at byte 0x{:x}: unexpected end of file", name, off));
-    buf += n;
-    len -= static_cast<size_t>(n);
-    off += static_cast<uint64_t>(n);
-  }
-  return Status::Ok();
-}
 
 }  // namespace
 
@@ -43,7 +31,7 @@ Status Output::CopyFrom(int in_fd, uint64_t in_offset, uint64_t len, std::string
   std::vector<uint8_t> buf(std::min<uint64_t>(len, 4 << 20));
   while (len > 0) {
     size_t n = static_cast<size_t>(std::min<uint64_t>(len, buf.size()));
-    FP_RETURN_IF_ERROR(PreadFull(in_fd, buf.data(), n, in_offset, in_name));
+    FP_RETURN_IF_ERROR(PreadExact(in_fd, {buf.data(), n}, in_offset, in_name));
     FP_RETURN_IF_ERROR(Write({buf.data(), n}));
     in_offset += n;
     len -= n;
@@ -54,7 +42,10 @@ Status Output::CopyFrom(int in_fd, uint64_t in_offset, uint64_t len, std::string
 FdOutput::FdOutput(int fd, std::string name) : fd_(fd), name_(std::move(name)) {
   struct stat st;
   off_t pos = ::lseek(fd, 0, SEEK_CUR);
-  if (pos >= 0 && ::fstat(fd, &st) == 0 && (S_ISREG(st.st_mode) || S_ISBLK(st.st_mode))) {
+  int flags = ::fcntl(fd, F_GETFL);
+  // O_APPEND makes pwrite append: such an output cannot patch what it wrote.
+  if (pos >= 0 && flags >= 0 && (flags & O_APPEND) == 0 && ::fstat(fd, &st) == 0 &&
+      (S_ISREG(st.st_mode) || S_ISBLK(st.st_mode))) {
     seekable_ = true;
     regular_ = S_ISREG(st.st_mode);
     base_ = static_cast<uint64_t>(pos);
@@ -87,9 +78,9 @@ Status FdOutput::Write(std::span<const uint8_t> a, std::span<const uint8_t> b) {
       ++first;
       continue;
     }
-    ssize_t n = ::writev(fd_, iov + first, 2 - first);
-    if (n < 0 && errno == EINTR) continue;
+    ssize_t n = RetryOnEintr([&] { return ::writev(fd_, iov + first, 2 - first); });
     if (n < 0) return ErrnoError(fmt::format("write {} at byte 0x{:x}", name_, pos_));
+    if (n == 0) return IoError(fmt::format("write {} at byte 0x{:x}: wrote 0 bytes", name_, pos_), EIO);
     FP_RETURN_IF_ERROR(Advance(static_cast<uint64_t>(n)));
     for (size_t left = static_cast<size_t>(n); left > 0 && first < 2;) {
       size_t k = std::min(left, iov[first].iov_len);
@@ -104,14 +95,7 @@ Status FdOutput::Write(std::span<const uint8_t> a, std::span<const uint8_t> b) {
 
 Status FdOutput::WriteAt(uint64_t offset, std::span<const uint8_t> data) {
   if (!seekable_) return Output::WriteAt(offset, data);
-  while (!data.empty()) {
-    ssize_t n = ::pwrite(fd_, data.data(), data.size(), static_cast<off_t>(base_ + offset));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return ErrnoError(fmt::format("write {} at byte 0x{:x}", name_, offset));
-    data = data.subspan(static_cast<size_t>(n));
-    offset += static_cast<uint64_t>(n);
-  }
-  return Status::Ok();
+  return PwriteAll(fd_, data, base_ + offset, name_);
 }
 
 Status FdOutput::CopyFrom(int in_fd, uint64_t in_offset, uint64_t len, std::string_view in_name) {
@@ -119,8 +103,7 @@ Status FdOutput::CopyFrom(int in_fd, uint64_t in_offset, uint64_t len, std::stri
   // filesystems); fall back to pread + write where it is not supported.
   while (seekable_ && len > 0) {
     loff_t in_off = static_cast<loff_t>(in_offset);
-    ssize_t n = ::copy_file_range(in_fd, &in_off, fd_, nullptr, len, 0);
-    if (n < 0 && errno == EINTR) continue;
+    ssize_t n = RetryOnEintr([&] { return ::copy_file_range(in_fd, &in_off, fd_, nullptr, len, 0); });
     if (n <= 0) break;  // EXDEV, EINVAL, ENOSYS... or a short source: use the slow path
     in_offset += static_cast<uint64_t>(n);
     len -= static_cast<uint64_t>(n);

@@ -4,7 +4,7 @@
 // Output is a byte sink that appends; a seekable one can also patch bytes it
 // already wrote (the encoder patches RAW chunk headers and total_chunks when
 // it learns them). FdOutput writes to a file descriptor (seekable when the fd
-// is a regular file or block device); CallbackOutput hands each slice to a
+// is a regular file or block device not opened with O_APPEND); CallbackOutput hands each slice to a
 // function and is never seekable.
 //
 // ChunkWriter stages headers and small payloads in a fixed 1 MiB buffer and

@@ -1,1 +1,0 @@
-// Placeholder source for a layer that has no code yet.

@@ -1,0 +1,67 @@
+// The flag vocabulary every flashpipe command shares, so that one flag means
+// one thing everywhere, and the exit-code scheme:
+//
+//   0  the command did what was asked
+//   1  it failed (bad image, target too small, I/O error, verify mismatch...)
+//   2  usage: unknown flag, bad flag value, missing argument
+//
+// Writer flags (write, serve, bench, and every later command that writes or
+// reads a device through the engine):
+//   --backend auto|io_uring|threads|sync   (hidden alias: --io-backend)
+//   -Q, --queue-depth N                    1..256
+//   --request-size SIZE                    4K..64M, a multiple of 4K; K/M/G suffixes
+// Machine output: --json[=FILE] writes JSON to FILE, or to stdout when no
+// FILE is given (then the human text goes to stderr).
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <optional>
+#include <string>
+
+#include "base/status.h"
+#include "io/target.h"
+
+namespace flashpipe::tools {
+
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitFailed = 1;
+inline constexpr int kExitUsage = 2;
+
+// "flashpipe CMD" for usage lines and messages. argv0 is the subcommand's
+// argv[0]: "write", or the path of a link named like an AOSP tool.
+std::string CommandName(const char* argv0);
+
+// Parses argv. On --help prints the help and returns 0; on a usage error
+// prints "flashpipe CMD: error: ..." and a hint, and returns 2; otherwise
+// nullopt (go on).
+std::optional<int> ParseOrExit(CLI::App& app, int argc, char** argv);
+
+// A flag value the parser accepted but the command refused (a bad --backend,
+// two flags that exclude each other): the same message and exit 2.
+int UsageError(CLI::App& app, const Status& status);
+
+struct WriterFlags {
+  std::string backend = "auto";
+  unsigned queue_depth = 0;  // 0: the command's default
+  std::string request_size;  // empty: from the device
+};
+
+struct WriterSettings {
+  io::Backend backend = io::Backend::kAuto;
+  unsigned queue_depth = 0;
+  uint64_t request_size = 0;
+};
+
+// Adds --backend (and the hidden --io-backend), -Q/--queue-depth and
+// --request-size. `default_depth` is only for the help text.
+void AddWriterFlags(CLI::App& app, WriterFlags& flags, unsigned default_depth = 4);
+Result<WriterSettings> ParseWriterFlags(const WriterFlags& flags);
+
+// --json[=FILE]: `path` is "" when not given, "-" for stdout.
+void AddJsonFlag(CLI::App& app, std::string& path, const std::string& what);
+// Writes `text` (plus a newline) to `path` ("-": stdout) through a temp file
+// and rename for a file.
+Status WriteJson(const std::string& path, const std::string& text);
+
+}  // namespace flashpipe::tools
