@@ -70,11 +70,12 @@ int RunWrite(int argc, char** argv) {
   AddFlags(app, request, flags);
   if (auto code = ParseOrExit(app, argc, argv)) return *code;
   if (Status s = ApplyFlags(flags, request); !s.ok()) return UsageError(app, s);
+  if (!flags.json.empty()) request.other_outputs.push_back({flags.json, "the --json report"});
   input::Progress progress(stderr, ProgressModeFor(flags));
   input::WriteReport report =
       flags.verify_only ? input::VerifyOnly(request, &progress) : input::RunWriteJob(request, &progress);
   Status st = report.status;
-  if (!flags.json.empty()) {
+  if (!flags.json.empty() && report.other_outputs_checked) {
     Status js = WriteJson(flags.json, input::ReportJson(report));
     if (st.ok()) st = js;
   }

@@ -93,6 +93,11 @@ struct SourceOptions {
 // `spec`: a path, "-" for stdin, or comma-separated sparse parts.
 Result<std::unique_ptr<ImageSource>> OpenImage(const std::string& spec, const SourceOptions& options);
 
+// The files OpenImage(spec, options) reads (what inputs() will list), found
+// by stat alone: for a check that must come before the image is opened.
+// Files that cannot be stat'ed are left out (opening them will fail).
+std::vector<InputFile> ImageFiles(const std::string& spec, const SourceOptions& options);
+
 // Emits `data` (image bytes at `offset`) as OnRaw, with 4 KiB-aligned zero
 // runs of at least `min_zero_run` bytes as OnFill(.., 0).
 Status EmitRawDetectingZeros(ImageSink* sink, uint64_t offset, std::span<const uint8_t> data,

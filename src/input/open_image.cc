@@ -23,6 +23,17 @@ namespace {
 constexpr size_t kHeadBytes = 32;
 static_assert(kHeadBytes >= kDetectBytes && kHeadBytes >= sparse::kFileHeaderSize);
 
+std::string PartRole(size_t i, const std::string& path) { return fmt::format("part {} of the image ({})", i + 1, path); }
+std::string ImageRole(const std::string& path) { return fmt::format("the image itself ({})", path); }
+std::string BmapRole(const std::string& path) { return fmt::format("the bmap file {}", path); }
+constexpr std::string_view kStdinRole = "stdin (the image)";
+
+// A spec with a comma that names no file is a list of parts.
+bool IsPartsSpec(const std::string& spec) {
+  struct stat st;
+  return spec.find(',') != std::string::npos && ::stat(spec.c_str(), &st) != 0;
+}
+
 class PartsSource : public ImageSource {
  public:
   explicit PartsSource(std::vector<std::unique_ptr<ImageSource>> parts) : parts_(std::move(parts)) {
@@ -187,7 +198,7 @@ Result<std::unique_ptr<ImageSource>> OpenStdin(const SourceOptions& options, con
     region = FileRegion{STDIN_FILENO, static_cast<uint64_t>(at), static_cast<uint64_t>(st.st_size - at)};
   }
   FP_ASSIGN_OR_RETURN(auto source, OpenStream(FdReader::Borrow(STDIN_FILENO, "stdin"), options, bmap, region));
-  source->AddInput({"stdin (the image)", FileIdOf(st)});
+  source->AddInput({std::string(kStdinRole), FileIdOf(st)});
   return source;
 }
 
@@ -209,8 +220,7 @@ Result<std::unique_ptr<ImageSource>> OpenParts(const std::string& spec, const So
   for (size_t i = 0; i < paths.size(); ++i) {
     const std::string& path = paths[i];
     if (path.empty() || path == "-") return InvalidArgument(fmt::format("bad part '{}' in '{}'", path, spec));
-    std::string role = fmt::format("part {} of the image ({})", i + 1, path);
-    FP_ASSIGN_OR_RETURN(auto part, OpenPath(path, options, nullptr, std::move(role)));
+    FP_ASSIGN_OR_RETURN(auto part, OpenPath(path, options, nullptr, PartRole(i, path)));
     if (!part->form().sparse) {
       return InvalidArgument(fmt::format("part {} is {}, but parts must be sparse images", path, part->kind()));
     }
@@ -237,17 +247,35 @@ Result<std::unique_ptr<ImageSource>> OpenImage(const std::string& spec, const So
   }
   const Bmap* b = bmap ? &*bmap : nullptr;
   Result<std::unique_ptr<ImageSource>> source = Internal("unreachable");
-  struct stat st;
   if (spec == "-") {
     source = OpenStdin(options, b);
-  } else if (spec.find(',') != std::string::npos && ::stat(spec.c_str(), &st) != 0) {
+  } else if (IsPartsSpec(spec)) {
     if (b != nullptr) return InvalidArgument("--bmap takes one raw image, not parts");
     source = OpenParts(spec, options);
   } else {
-    source = OpenPath(spec, options, b, fmt::format("the image itself ({})", spec));
+    source = OpenPath(spec, options, b, ImageRole(spec));
   }
-  if (source.ok() && bmap_id) (*source)->AddInput({fmt::format("the bmap file {}", options.bmap_path), *bmap_id});
+  if (source.ok() && bmap_id) (*source)->AddInput({BmapRole(options.bmap_path), *bmap_id});
   return source;
+}
+
+std::vector<InputFile> ImageFiles(const std::string& spec, const SourceOptions& options) {
+  std::vector<InputFile> files;
+  auto add = [&](const std::string& path, std::string role) {
+    auto id = FileIdOfPath(path);
+    if (id.ok() && *id) files.push_back({std::move(role), **id});
+  };
+  struct stat st;
+  if (spec == "-") {
+    if (::fstat(STDIN_FILENO, &st) == 0) files.push_back({std::string(kStdinRole), FileIdOf(st)});
+  } else if (IsPartsSpec(spec)) {
+    std::vector<std::string> parts = SplitParts(spec);
+    for (size_t i = 0; i < parts.size(); ++i) add(parts[i], PartRole(i, parts[i]));
+  } else {
+    add(spec, ImageRole(spec));
+  }
+  if (!options.bmap_path.empty()) add(options.bmap_path, BmapRole(options.bmap_path));
+  return files;
 }
 
 }  // namespace flashpipe::input

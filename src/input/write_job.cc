@@ -56,7 +56,19 @@ Status WriteAll(const WriteRequest& req, ImageSource& source, WriteTargets& targ
   return Status::Ok();
 }
 
+// The files the run writes besides its targets come first: until they are
+// checked, the caller must not write them, not even to report a failure.
+Status CheckOtherOutputs(const WriteRequest& req, WriteReport* report) {
+  std::vector<InputFile> inputs = ImageFiles(req.image, req.source);
+  for (const auto& [path, role] : req.other_outputs) {
+    FP_RETURN_IF_ERROR(RefuseOtherOutput(path, role, req.targets, inputs));
+  }
+  report->other_outputs_checked = true;
+  return Status::Ok();
+}
+
 Status Write(const WriteRequest& req, Progress* progress, WriteReport* report) {
+  FP_RETURN_IF_ERROR(CheckOtherOutputs(req, report));
   FP_ASSIGN_OR_RETURN(WriteTargets targets, WriteTargets::Check(req.targets, {req.force, req.in_place}));
   FP_ASSIGN_OR_RETURN(auto source, OpenImage(req.image, req.source));
   report->kind = source->kind();
@@ -67,6 +79,7 @@ Status Write(const WriteRequest& req, Progress* progress, WriteReport* report) {
 }
 
 Status Compare(const WriteRequest& req, Progress* progress, WriteReport* report) {
+  FP_RETURN_IF_ERROR(CheckOtherOutputs(req, report));
   if (req.image == "-" && req.targets.size() > 1) {
     return InvalidArgument("--verify-only reads stdin once: give one target");
   }

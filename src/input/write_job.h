@@ -41,6 +41,10 @@ struct WriteRequest {
   io::Backend backend = io::Backend::kAuto;
   bool force = false;     // block devices in use; files behind loop devices in use
   bool in_place = false;  // existing regular files are written in place
+  // Files this run writes besides the targets, with what they are ("-" is
+  // stdout): refused when one is a target or an input, before anything is
+  // written. {"report.json", "the --json report"}
+  std::vector<std::pair<std::string, std::string>> other_outputs;
 };
 
 // Always returns a report; report.status says whether it worked.

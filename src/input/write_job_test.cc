@@ -143,6 +143,24 @@ TEST_F(WriteJobTest, AnInputIsNeverAnOutput) {
   EXPECT_EQ(ReadFile(part2), sparse_);
 }
 
+TEST_F(WriteJobTest, OtherOutputsAreNeitherTargetsNorInputs) {
+  std::string t = Old("t");
+  for (const std::string& out : {image_, t}) {
+    WriteRequest req;
+    req.image = image_;
+    req.targets = {t};
+    req.other_outputs = {{out, "the --json report"}};
+    Progress p(nullptr, ProgressMode::kOff);
+    WriteReport r = RunWriteJob(req, &p);
+    EXPECT_EQ(r.status.code(), Code::kInvalidArgument) << out;
+    EXPECT_NE(r.status.message().find("the --json report"), std::string::npos) << r.status.ToString();
+    r = VerifyOnly(req, &p);
+    EXPECT_EQ(r.status.code(), Code::kInvalidArgument) << out << ": " << r.status.ToString();
+  }
+  EXPECT_EQ(ReadFile(t), kOld);
+  EXPECT_EQ(ReadFile(image_), sparse_);
+}
+
 TEST_F(WriteJobTest, EmptyAndImpossibleImagesChangeNothing) {
   std::string t = Old("t");
   std::string empty = dir_ / "empty.img";

@@ -38,6 +38,9 @@ struct WriteReport {
   // changed, none after it. nullopt: no target was changed.
   std::optional<uint64_t> partly_written_to;
   Status status;                    // the outcome; OK when all went well
+  // WriteRequest::other_outputs (the --json report) passed their checks and
+  // may be written; false: writing one could destroy a target or an input.
+  bool other_outputs_checked = false;
 };
 
 // The report as one JSON object (for --json). Keys are only ever added.

@@ -40,24 +40,51 @@ Status RefuseLoopBacking(const std::string& path, const FileId& id, bool force) 
   return Status::Ok();
 }
 
+// Where a file written at a path lands: the file or device there now, or
+// the directory and name a new file gets (after following symlinks).
+struct Landing {
+  std::optional<FileId> id;
+  FileId dir;
+  std::string base;
+  bool nowhere = false;  // a pipe or terminal on stdout: keeps no data
+
+  bool Overlaps(const Landing& o) const {
+    if (nowhere || o.nowhere) return false;
+    if (id && o.id) return SameData(*id, *o.id);
+    return !id && !o.id && dir == o.dir && base == o.base;
+  }
+  bool Overlaps(const FileId& file) const { return !nowhere && id && SameData(*id, file); }
+};
+
+Result<Landing> LandingOf(const std::string& path) {
+  Landing l;
+  struct stat st;
+  if (path == "-") {
+    l.nowhere = ::fstat(STDOUT_FILENO, &st) != 0 || !(S_ISREG(st.st_mode) || S_ISBLK(st.st_mode));
+    if (!l.nowhere) l.id = FileIdOf(st);
+    return l;
+  }
+  if (::stat(path.c_str(), &st) == 0) {
+    l.id = FileIdOf(st);
+    return l;
+  }
+  FP_ASSIGN_OR_RETURN(std::string final_path, FollowSymlinks(path));
+  l.nowhere = ::stat(DirName(final_path).c_str(), &st) != 0;  // cannot be created at all
+  l.dir = FileIdOf(st);
+  l.base = BaseName(final_path);
+  return l;
+}
+
 }  // namespace
 
-struct WriteTargets::Entry {
+struct WriteTargets::Entry : Landing {
   std::string path;
   Mode mode = Mode::kNewFile;
-  std::optional<FileId> id;  // the file or device there now
-  FileId dir;                // a new file: the directory it goes in ...
-  std::string base;          // ... and its name there
   std::unique_ptr<io::Target> target;
   std::optional<AtomicFile> temp;
   std::unique_ptr<io::IoQueue> queue;
   bool size_unknown = false;
   bool truncated = false;
-
-  bool SameAs(const Entry& o) const {
-    if (id && o.id) return SameData(*id, *o.id);
-    return !id && !o.id && dir == o.dir && base == o.base;
-  }
 };
 
 namespace {
@@ -124,7 +151,7 @@ Result<std::unique_ptr<Entry>> CheckOne(const std::string& path, const TargetPol
 
 Status RefuseDuplicate(const std::vector<std::unique_ptr<Entry>>& seen, const Entry& e) {
   for (const auto& s : seen) {
-    if (!s->SameAs(e)) continue;
+    if (!s->Overlaps(e)) continue;
     if (e.id && e.id->block_device && s->id->dev != e.id->dev) {
       return InvalidArgument(fmt::format("targets {} and {} overlap (a disk and one of its partitions)", s->path, e.path));
     }
@@ -168,6 +195,22 @@ Status WriteTargets::RefuseInputs(const std::vector<InputFile>& inputs) const {
   for (const auto& e : entries_) {
     for (const InputFile& in : inputs) {
       if (auto why = Overwrites(*e, in)) return InvalidArgument(*why + ": an input is never written over");
+    }
+  }
+  return Status::Ok();
+}
+
+Status RefuseOtherOutput(const std::string& path, std::string_view role, const std::vector<std::string>& targets,
+                         const std::vector<InputFile>& inputs) {
+  FP_ASSIGN_OR_RETURN(Landing out, LandingOf(path));
+  std::string name = path == "-" ? "stdout" : path;
+  for (const std::string& t : targets) {
+    FP_ASSIGN_OR_RETURN(Landing target, LandingOf(t));
+    if (out.Overlaps(target)) return InvalidArgument(fmt::format("{} ({}) is also the target {}", name, role, t));
+  }
+  for (const InputFile& in : inputs) {
+    if (out.Overlaps(in.id)) {
+      return InvalidArgument(fmt::format("{} ({}) is {}: an input is never written over", name, role, in.role));
     }
   }
   return Status::Ok();

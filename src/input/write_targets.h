@@ -78,4 +78,11 @@ class WriteTargets {
   bool prepared_ = false;
 };
 
+// A file a run writes besides its targets (the --json report; "-" is
+// stdout), described by `role`: refused when it lands on one of `targets`
+// (there already or not) or on one of `inputs`. By stat alone, so that it
+// can come first, before anything is opened.
+Status RefuseOtherOutput(const std::string& path, std::string_view role, const std::vector<std::string>& targets,
+                         const std::vector<InputFile>& inputs);
+
 }  // namespace flashpipe::input

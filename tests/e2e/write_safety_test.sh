@@ -181,7 +181,17 @@ bmaptool -q create big.raw > x.bmap 2>/dev/null || bmaptool create big.raw > x.b
 S_B=$(sig x.bmap)
 expect_fail --bmap x.bmap big.raw x.bmap && err_has "bmap" "the bmap file as a target"
 unchanged x.bmap "$S_B" "the bmap file as a target"
-ok "inputs refused as targets: stdin, /dev/stdin, /dev/fd/N, hard and symbolic links, a part, the bmap"
+# The --json report is an output too: never the image, a target, or stdout into either.
+cp img.raw j.img; S_J=$(sig j.img); reset_target t1; S=$(sig t1)
+expect_fail --json=j.img j.img t1 && err_has "json" "--json over the image"
+expect_fail --json=t1 j.img t1 && err_has "json" "--json over a target"
+rc=0; timeout 60 "$FP" write --no-progress --json j.img t1 >> j.img 2>"$T/err" || rc=$?
+[ "$rc" = 1 ] || fail "--json on a stdout appending to the image: exit $rc"
+err_has "stdout" "--json on a stdout appending to the image"
+expect_fail --verify-only --json=j.img j.img t1
+unchanged j.img "$S_J" "the image as the --json output"
+unchanged t1 "$S" "a target as the --json output"
+ok "inputs refused as targets: stdin, /dev/stdin, /dev/fd/N, hard and symbolic links, a part, the bmap, the --json report"
 
 # A file that backs a loop device in use: refused without --force, says why and how.
 mkdir tree && head -c 300000 /dev/urandom > tree/data.bin
@@ -218,7 +228,7 @@ fill_dev "$SMALL" '\252'
 expect_fail --json - "$SMALL" < huge.raw && err_has "partly written" "raw stream past the end"
 out_has '"error_class": "too_small"' "raw stream past the end"
 # The claim is checked on the device: the image before the offset, the old bytes after it.
-TO=$(python3 -c 'import json,sys; v=json.load(open(sys.argv[1]))["partly_written_to"]; print(v if v is not None else -1)' "$T/out")
+TO=$(python3 -c 'import json,sys; v=json.load(open(sys.argv[1])).get("partly_written_to"); print(v if v is not None else -1)' "$T/out")
 if [ "$TO" -le 0 ] || [ "$TO" -gt 16777216 ]; then fail "raw stream past the end: partly_written_to $TO"; fi
 err_has "$(printf '0x%x' "$TO")" "raw stream past the end (offset)"
 blockdev --flushbufs "$SMALL"
