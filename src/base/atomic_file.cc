@@ -17,11 +17,6 @@
 namespace flashpipe {
 namespace {
 
-std::string BaseName(const std::string& path) {
-  size_t slash = path.rfind('/');
-  return slash == std::string::npos ? path : path.substr(slash + 1);
-}
-
 mode_t CurrentUmask() {
   mode_t mask = ::umask(0);
   ::umask(mask);
@@ -80,6 +75,11 @@ Result<std::string> FollowSymlinks(std::string path) {
     path = t.starts_with("/") ? t : DirName(path) + "/" + t;
   }
   return IoError(fmt::format("{}: too many levels of symbolic links", path), ELOOP);
+}
+
+std::string BaseName(const std::string& path) {
+  size_t slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
 std::string DirName(const std::string& path) {

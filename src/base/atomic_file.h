@@ -106,8 +106,9 @@ Result<bool> IsRegularOrAbsent(const std::string& path);
 // link's directory.
 Result<std::string> FollowSymlinks(std::string path);
 
-// The directory part of a path ("." when it has none).
+// The directory part of a path ("." when it has none), and the rest.
 std::string DirName(const std::string& path);
+std::string BaseName(const std::string& path);
 // fsync of a directory, so a rename in it is durable.
 Status SyncDirectory(const std::string& dir);
 

@@ -17,11 +17,6 @@ constexpr uint64_t kStreamWindow = uint64_t{1} << 50;
 
 enum class Mode { kBlockDevice, kInPlaceFile, kNewFile };
 
-std::string BaseName(const std::string& path) {
-  size_t slash = path.rfind('/');
-  return slash == std::string::npos ? path : path.substr(slash + 1);
-}
-
 // Writing one changes the other: one file, or overlapping block devices.
 bool SameData(const FileId& a, const FileId& b) {
   if (a.block_device && b.block_device) return io::BlockDevicesOverlap(a.dev, b.dev);
@@ -69,7 +64,10 @@ Result<Landing> LandingOf(const std::string& path) {
     return l;
   }
   FP_ASSIGN_OR_RETURN(std::string final_path, FollowSymlinks(path));
-  l.nowhere = ::stat(DirName(final_path).c_str(), &st) != 0;  // cannot be created at all
+  if (::stat(DirName(final_path).c_str(), &st) != 0) {
+    l.nowhere = true;  // cannot be created at all
+    return l;
+  }
   l.dir = FileIdOf(st);
   l.base = BaseName(final_path);
   return l;
@@ -219,10 +217,13 @@ Status RefuseOtherOutput(const std::string& path, std::string_view role, const s
 Status WriteTargets::CheckFits(std::optional<uint64_t> exact, uint64_t at_least) const {
   if (exact && *exact == 0) return InvalidArgument("the image is empty (0 bytes); nothing written");
   uint64_t need = exact.value_or(at_least);
+  constexpr uint64_t kLargestFile = INT64_MAX;  // off_t
+  if (need > kLargestFile) {
+    return NoSpace(fmt::format("image of {} bytes is larger than any file or device can be; nothing written", need));
+  }
   for (const auto& e : entries_) {
-    uint64_t cap = e->mode == Mode::kBlockDevice ? e->target->window_size() : static_cast<uint64_t>(INT64_MAX);
-    std::string what = e->mode == Mode::kBlockDevice ? e->path : e->path + " (larger than any file can be)";
-    FP_RETURN_IF_ERROR(input::CheckFits(need, cap, what, /*lower_bound=*/!exact));
+    if (e->mode != Mode::kBlockDevice) continue;
+    FP_RETURN_IF_ERROR(input::CheckFits(need, e->target->window_size(), e->path, /*lower_bound=*/!exact));
   }
   return Status::Ok();
 }
