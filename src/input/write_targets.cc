@@ -169,6 +169,11 @@ std::optional<std::string> Overwrites(const Entry& e, const InputFile& in) {
   if (in.id.block_device && !e.id->block_device && io::LoopBackingFile(in.id.dev) == *e.id) {
     return fmt::format("target {} is the backing file of {}, a loop device", e.path, in.role);
   }
+  // A file's st_dev is the device of its file system: writing that device
+  // (--force past the mount) would change the file as it is read.
+  if (e.id->block_device && !in.id.block_device && io::BlockDevicesOverlap(e.id->dev, in.id.dev)) {
+    return fmt::format("target {} holds the file system that {} is on", e.path, in.role);
+  }
   return std::nullopt;
 }
 

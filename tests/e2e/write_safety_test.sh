@@ -206,6 +206,10 @@ unchanged backing.img "$S_BK" "the file behind a mounted loop device"
 ln -s backing.img backing.link
 expect_fail img.raw backing.link && err_has "$BLOOP" "a symlink to a file behind a mounted loop device"
 unchanged backing.img "$S_BK" "a symlink to the file behind a mounted loop device"
+# Even with --force, the device that holds the image's file system is no target.
+cp img.raw mnt/img.raw
+expect_fail --force mnt/img.raw "$BLOOP" && err_has "holds the file system" "the device under the image"
+cmp -s mnt/img.raw img.raw || fail "the image on the target's file system changed"
 cmp -s mnt/data.bin tree/data.bin || fail "the mounted file system lost its data"
 umount mnt
 e2fsck -fn backing.img >/dev/null 2>&1 || fail "the file system behind the loop device is damaged"
