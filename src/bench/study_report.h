@@ -14,7 +14,7 @@
 #include <string_view>
 #include <vector>
 
-#include "bench/bounce.h"
+#include "bench/bounce_study.h"
 
 namespace flashpipe::bench {
 
