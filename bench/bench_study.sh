@@ -182,10 +182,11 @@ Writes against the model (virtual time; the only difference is the host's own bo
 
 The raw image (metadata, a 640 MiB "system" of random data with zero runs and 0xdeadbeef fills,
 a 160 MiB "vendor" with holes, an empty tail) is generated at run time and converted with
-{conv}. A bootloader-style writer copies RAW chunks through a bounce buffer of N 512-byte blocks and
-writes each buffer with one blocking request (FILL from a fill buffer, zeros included; DONT_CARE
-skipped), then the pipelined engine (`io::ImageWriter`, depth 4) writes the same image. MB/s are
-10^6 bytes of image data (RAW + FILL) per second.
+{conv}. The bootloader model (`io::BounceWriter`, U-Boot's lib/image-sparse.c) copies each RAW chunk
+through a bounce buffer of N 512-byte blocks and writes each buffer with one blocking request (FILL
+from a 512 KiB fill buffer in requests of up to 512 KiB, zeros included; DONT_CARE skipped), then the
+pipelined engine (`io::ImageWriter`, depth 4) writes the same image. MB/s are 10^6 bytes of image
+data (RAW + FILL) per second.
 
 On a 2 GiB loop device with direct I/O (backing file written out first):
 

@@ -22,6 +22,8 @@
 #include <vector>
 
 #include "base/aligned_buffer.h"
+#include "base/fd_io.h"
+#include "base/unique_fd.h"
 #include "io/image_writer.h"
 #include "io/target.h"
 
@@ -107,8 +109,8 @@ Result<Run> RunEngine(const Args& a, const std::vector<uint8_t>& data) {
 }
 
 Result<Run> RunPwrite(const Args& a, const std::vector<uint8_t>& data) {
-  int fd = open(a.target.c_str(), O_WRONLY | O_DIRECT | O_CLOEXEC);
-  if (fd < 0) return ErrnoError("open " + a.target);
+  UniqueFd fd(open(a.target.c_str(), O_WRONLY | O_DIRECT | O_CLOEXEC));
+  if (!fd.valid()) return ErrnoError("open " + a.target);
   const uint64_t bs = a.request_size ? a.request_size : 1 << 20;
   AlignedBuffer buf(bs);
   uint64_t total = a.mib << 20;
@@ -116,13 +118,9 @@ Result<Run> RunPwrite(const Args& a, const std::vector<uint8_t>& data) {
   for (uint64_t off = 0; off < total; off += bs) {
     // The same copy the engine makes from the decoder's slice.
     std::memcpy(buf.data(), data.data() + off % data.size(), bs);
-    if (pwrite(fd, buf.data(), bs, static_cast<off_t>(off)) != static_cast<ssize_t>(bs)) {
-      close(fd);
-      return ErrnoError("pwrite");
-    }
+    FP_RETURN_IF_ERROR(PwriteAll(fd.get(), {buf.data(), bs}, off, a.target));
   }
-  if (fdatasync(fd) != 0) return ErrnoError("fdatasync");
-  close(fd);
+  if (fdatasync(fd.get()) != 0) return ErrnoError("fdatasync " + a.target);
   double secs = Now() - t0;
   return Run{a.mib / secs, (CpuSeconds() - c0) / (a.mib / 1024.0)};
 }

@@ -14,6 +14,7 @@ PACKAGES=(
   fastboot android-sdk-libsparse-utils bmap-tools fio
   e2fsprogs gdisk fdisk util-linux xxd python3 time
   gzip xz-utils zstd bzip2 lz4
+  dpkg-dev man-db groff-base zsh systemd
 )
 
 missing=()

@@ -4,10 +4,13 @@
 // The model, the safety rules and the output are described in docs/bench.md.
 #include <algorithm>
 #include <cstdio>
-#include <fstream>
 
+#include "base/atomic_file.h"
+#include "base/fd_io.h"
+#include "base/file_id.h"
 #include "base/units.h"
 #include "bench/plot.h"
+#include "bench/study_report.h"
 #include "bench/suite.h"
 #include "tools/commands.h"
 #include "tools/flags.h"
@@ -39,22 +42,50 @@ void AddFlags(CLI::App& app, Flags& f) {
   app.add_flag("--buffered", f.buffered, "reads through the page cache (prints the read-ahead)");
   app.add_flag("--force", f.force, "write even where a filesystem or partition table is found");
   app.add_option("--repeat", f.repeat, "run each measurement N times, report the median");
-  app.add_option("--csv", f.csv, "write results as CSV to FILE (- = stdout)");
-  AddJsonFlag(app, f.json, "results");
-  app.add_option("--plot", f.plot, "write an SVG plot of throughput vs request size to FILE");
+  app.add_option("--csv", f.csv, "write results as CSV to FILE (- = stdout), also for --sparse");
+  AddJsonFlag(app, f.json, "results (also of --sparse)");
+  app.add_option("--plot", f.plot,
+                 "write an SVG chart to FILE: throughput vs request size, or with --sparse one bar per variant");
   app.add_option("--sparse", f.sparse, "bounce-buffer study: write this sparse image instead");
   app.add_option("--buffer-blocks", f.buffer_blocks, "bounce buffer sizes in logical blocks, or chunk");
 }
 
+// CSV and SVG outputs: stdout for "-", else whole or not at all.
 Status WriteOut(const std::string& path, const std::string& text) {
+  std::span<const uint8_t> bytes(reinterpret_cast<const uint8_t*>(text.data()), text.size());
   if (path == "-") {
-    std::fwrite(text.data(), 1, text.size(), stdout);
-    return Status::Ok();
+    std::fflush(stdout);
+    return WriteAll(STDOUT_FILENO, bytes, "stdout");
   }
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << text;
-  out.close();
-  if (!out) return ErrnoError("cannot write " + path);
+  FP_ASSIGN_OR_RETURN(AtomicFile out, AtomicFile::Create(path));
+  FP_RETURN_IF_ERROR(WriteAll(out.fd(), bytes, out.temp_path()));
+  return out.Commit();
+}
+
+// An input is never an output: --csv, --json and --plot name neither the
+// target nor the image, nor each other; only one of them may be stdout.
+Status CheckOutputs(const Flags& f) {
+  struct Named { const char* flag; const std::string& path; };
+  const Named outputs[] = {{"--csv", f.csv}, {"--json", f.json}, {"--plot", f.plot}};
+  const Named inputs[] = {{"TARGET", f.target}, {"--sparse", f.sparse}};
+  for (size_t i = 0; i < std::size(outputs); ++i) {
+    const Named& o = outputs[i];
+    if (o.path.empty()) continue;
+    for (size_t j = i + 1; j < std::size(outputs); ++j) {
+      if (o.path == outputs[j].path) {
+        return InvalidArgument(fmt::format("{} and {} both write to {}", o.flag, outputs[j].flag, o.path));
+      }
+    }
+    if (o.path == "-") continue;
+    FP_ASSIGN_OR_RETURN(auto out_id, FileIdOfPath(o.path));
+    for (const Named& in : inputs) {
+      if (in.path.empty() || in.path.starts_with("sim:")) continue;
+      FP_ASSIGN_OR_RETURN(auto in_id, FileIdOfPath(in.path));
+      if (o.path == in.path || (out_id && in_id && *out_id == *in_id)) {
+        return InvalidArgument(fmt::format("{} {} is the {}: an input is never an output", o.flag, o.path, in.flag));
+      }
+    }
+  }
   return Status::Ok();
 }
 
@@ -138,6 +169,13 @@ Status Study(const Flags& f, FILE* out) {
   for (const auto& r : results) fastest = std::min(fastest, r.ns);
   std::fprintf(out, "\n");
   for (const auto& r : results) std::fprintf(out, "%s\n", FormatStudyLine(r, fastest).c_str());
+  const StudyInfo info{t->name(), f.sparse, img, area.offset, area.size, t->geometry().logical_block, o.queue_depth};
+  if (!f.csv.empty()) FP_RETURN_IF_ERROR(WriteOut(f.csv, FormatStudyCsv(info, results)));
+  if (!f.json.empty()) FP_RETURN_IF_ERROR(WriteJson(f.json, FormatStudyJson(info, results)));
+  if (!f.plot.empty()) {
+    const std::string title = fmt::format("flashpipe bench --sparse {} {}", f.sparse, t->name());
+    FP_RETURN_IF_ERROR(WriteOut(f.plot, RenderStudySvg(results, title)));
+  }
   return Status::Ok();
 }
 
@@ -152,8 +190,11 @@ int RunBench(int argc, char** argv) {
   if (!io.ok()) return UsageError(app, io.status());
   f.io = *io;
   if (f.io.queue_depth == 0) f.io.queue_depth = 4;
+  if (Status s = CheckOutputs(f); !s.ok()) {
+    return s.code() == Code::kInvalidArgument ? UsageError(app, s) : ExitWith("bench", s);
+  }
   // Machine-readable output on stdout moves the human text to stderr.
-  FILE* out = (f.csv == "-" || f.json == "-") ? stderr : stdout;
+  FILE* out = (f.csv == "-" || f.json == "-" || f.plot == "-") ? stderr : stdout;
   return ExitWith("bench", f.sparse.empty() ? Transfer(f, out) : Study(f, out));
 }
 

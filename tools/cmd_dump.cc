@@ -1,14 +1,29 @@
 // dump [--json] [--no-crc-check] SPARSE: the header and every chunk (index,
 // input offset, output offset, type, blocks, bytes, FILL pattern, CRC values)
-// as a table or JSON. An invalid image is dumped up to the error, which is
-// then reported (and the exit status is 1).
+// and a totals line (RAW, FILL and DONT_CARE bytes) as a table or JSON. An
+// invalid image is dumped up to the error, which is then reported (and the
+// exit status is 1).
+//
+// A compressed input (gzip, xz, zstd, bzip2, lz4: magic bytes, as `write`
+// detects them) is named as such; a sparse image inside is dumped with its
+// input offsets in the decompressed stream, anything else is an error that
+// says what the file is and that `write` reads it.
+//
+// JSON numbers stay numbers; magic, pattern and CRC values are also given as
+// "0x%08x" strings (the *_hex keys), as the table prints them.
 #include <unistd.h>
 
 #include <cstdio>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "base/atomic_file.h"
-#include "sparse/decode_fd.h"
+#include "base/json.h"
+#include "input/byte_reader.h"
+#include "input/decompress_reader.h"
+#include "input/detect.h"
+#include "sparse/decoder.h"
 #include "tools/commands.h"
 #include "tools/flags.h"
 #include "tools/sparse_tools.h"
@@ -16,18 +31,35 @@
 namespace flashpipe::tools {
 namespace {
 
-std::string JsonString(std::string_view s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    if (static_cast<unsigned char>(c) < 0x20) {
-      out += fmt::format("\\u{:04x}", c);
-      continue;
+std::string Hex32(uint32_t v) { return fmt::format("0x{:08x}", v); }
+std::string Chunks(uint32_t n) { return fmt::format("{} chunk{}", n, n == 1 ? "" : "s"); }
+
+// Bytes and chunks of each type, over the chunks dumped.
+struct Totals {
+  uint64_t raw_bytes = 0, fill_bytes = 0, dont_care_bytes = 0;
+  uint32_t raw_chunks = 0, fill_chunks = 0, dont_care_chunks = 0, crc32_chunks = 0;
+
+  void Add(uint16_t type, uint64_t out_bytes) {
+    switch (type) {
+      case sparse::kChunkRaw: raw_bytes += out_bytes, ++raw_chunks; break;
+      case sparse::kChunkFill: fill_bytes += out_bytes, ++fill_chunks; break;
+      case sparse::kChunkDontCare: dont_care_bytes += out_bytes, ++dont_care_chunks; break;
+      case sparse::kChunkCrc32: ++crc32_chunks; break;
     }
-    out += c;
   }
-  return out + "\"";
-}
+  std::string Line() const {
+    return fmt::format("total: RAW {} bytes ({}), FILL {} bytes ({}), DONT_CARE {} bytes ({}), CRC32 {}; "
+                       "{} bytes expanded",
+                       raw_bytes, Chunks(raw_chunks), fill_bytes, Chunks(fill_chunks), dont_care_bytes,
+                       Chunks(dont_care_chunks), Chunks(crc32_chunks), raw_bytes + fill_bytes + dont_care_bytes);
+  }
+  std::string Json() const {
+    return fmt::format("{{\"raw_bytes\": {}, \"fill_bytes\": {}, \"dont_care_bytes\": {}, \"raw_chunks\": {}, "
+                       "\"fill_chunks\": {}, \"dont_care_chunks\": {}, \"crc32_chunks\": {}}}",
+                       raw_bytes, fill_bytes, dont_care_bytes, raw_chunks, fill_chunks, dont_care_chunks,
+                       crc32_chunks);
+  }
+};
 
 class DumpSink : public sparse::NullSink {
  public:
@@ -36,11 +68,13 @@ class DumpSink : public sparse::NullSink {
   Status OnHeader(const sparse::FileHeader& h) override {
     blk_ = h.blk_sz;
     if (json_) {
-      std::printf("{\"header\": {\"magic\": %u, \"major_version\": %u, \"minor_version\": %u, \"file_hdr_sz\": %u, "
-                  "\"chunk_hdr_sz\": %u, \"blk_sz\": %u, \"total_blks\": %u, \"total_chunks\": %u, "
-                  "\"image_checksum\": %u, \"image_size\": %llu},\n \"chunks\": [",
-                  h.magic, h.major_version, h.minor_version, h.file_hdr_sz, h.chunk_hdr_sz, h.blk_sz, h.total_blks,
-                  h.total_chunks, h.image_checksum, static_cast<unsigned long long>(h.image_size()));
+      std::printf("{\"header\": {\"magic\": %u, \"magic_hex\": \"%s\", \"major_version\": %u, \"minor_version\": %u, "
+                  "\"file_hdr_sz\": %u, \"chunk_hdr_sz\": %u, \"blk_sz\": %u, \"total_blks\": %u, "
+                  "\"total_chunks\": %u, \"image_checksum\": %u, \"image_checksum_hex\": \"%s\", "
+                  "\"image_size\": %llu},\n \"chunks\": [",
+                  h.magic, Hex32(h.magic).c_str(), h.major_version, h.minor_version, h.file_hdr_sz, h.chunk_hdr_sz,
+                  h.blk_sz, h.total_blks, h.total_chunks, h.image_checksum, Hex32(h.image_checksum).c_str(),
+                  static_cast<unsigned long long>(h.image_size()));
       return Status::Ok();
     }
     std::printf("version %u.%u, file_hdr_sz %u, chunk_hdr_sz %u, blk_sz %u, total_blks %u (%llu bytes), "
@@ -53,25 +87,16 @@ class DumpSink : public sparse::NullSink {
   }
   Status OnChunk(const sparse::ChunkInfo& c) override {
     uint64_t out_bytes = c.type == sparse::kChunkCrc32 ? 0 : uint64_t{c.blocks} * blk_;
+    totals_.Add(c.type, out_bytes);
+    if (json_) {
+      PrintJsonChunk(c, out_bytes);
+      return Status::Ok();
+    }
     std::string detail;
     if (c.type == sparse::kChunkFill) detail = fmt::format("pattern 0x{:08x}", c.value);
     if (c.type == sparse::kChunkCrc32) {
       detail = c.crc_checked ? fmt::format("crc32 0x{:08x} (computed 0x{:08x})", c.value, c.computed_crc)
                              : fmt::format("crc32 0x{:08x} (not checked)", c.value);
-    }
-    if (json_) {
-      std::printf("%s\n  {\"index\": %u, \"type\": \"%s\", \"input_offset\": %llu, \"output_offset\": %llu, "
-                  "\"blocks\": %u, \"input_bytes\": %u, \"output_bytes\": %llu",
-                  c.index == 0 ? "" : ",", c.index, sparse::ChunkTypeName(c.type),
-                  static_cast<unsigned long long>(c.input_offset), static_cast<unsigned long long>(c.output_offset),
-                  c.blocks, c.total_sz, static_cast<unsigned long long>(out_bytes));
-      if (c.type == sparse::kChunkFill) std::printf(", \"pattern\": %u", c.value);
-      if (c.type == sparse::kChunkCrc32) {
-        std::printf(", \"crc32\": %u, \"crc_checked\": %s", c.value, c.crc_checked ? "true" : "false");
-        if (c.crc_checked) std::printf(", \"computed_crc32\": %u", c.computed_crc);
-      }
-      std::printf("}");
-      return Status::Ok();
     }
     std::printf("%6u  0x%012llx  0x%012llx  %-9s  %10u  %10u  %14llu  %s\n", c.index,
                 static_cast<unsigned long long>(c.input_offset), static_cast<unsigned long long>(c.output_offset),
@@ -80,31 +105,105 @@ class DumpSink : public sparse::NullSink {
     return Status::Ok();
   }
 
-  void End(const Status& s) {
-    if (!json_) return;
+  // After the last chunk or the error. `compression` names a compressed
+  // input ("gzip"), else "".
+  void End(const Status& s, std::string_view compression) {
+    if (!json_) {
+      if (blk_ != 0) std::printf("%s%s\n", s.ok() ? "" : "up to the error, ", totals_.Line().c_str());
+      return;
+    }
     if (blk_ == 0) std::printf("{\"header\": null,\n \"chunks\": [");
-    std::printf("\n ],\n \"valid\": %s", s.ok() ? "true" : "false");
+    std::printf("\n ],\n \"totals\": %s,\n \"compression\": %s,\n \"valid\": %s", totals_.Json().c_str(),
+                compression.empty() ? "null" : JsonString(compression).c_str(), s.ok() ? "true" : "false");
     if (!s.ok()) std::printf(",\n \"error\": %s", JsonString(s.ToString()).c_str());
     std::printf("\n}\n");
   }
 
  private:
+  void PrintJsonChunk(const sparse::ChunkInfo& c, uint64_t out_bytes) {
+    std::printf("%s\n  {\"index\": %u, \"type\": \"%s\", \"input_offset\": %llu, \"output_offset\": %llu, "
+                "\"blocks\": %u, \"input_bytes\": %u, \"output_bytes\": %llu",
+                c.index == 0 ? "" : ",", c.index, sparse::ChunkTypeName(c.type),
+                static_cast<unsigned long long>(c.input_offset), static_cast<unsigned long long>(c.output_offset),
+                c.blocks, c.total_sz, static_cast<unsigned long long>(out_bytes));
+    if (c.type == sparse::kChunkFill) std::printf(", \"pattern\": %u, \"pattern_hex\": \"%s\"", c.value, Hex32(c.value).c_str());
+    if (c.type == sparse::kChunkCrc32) {
+      std::printf(", \"crc32\": %u, \"crc32_hex\": \"%s\", \"crc_checked\": %s", c.value, Hex32(c.value).c_str(),
+                  c.crc_checked ? "true" : "false");
+      if (c.crc_checked) {
+        std::printf(", \"computed_crc32\": %u, \"computed_crc32_hex\": \"%s\"", c.computed_crc,
+                    Hex32(c.computed_crc).c_str());
+      }
+    }
+    std::printf("}");
+  }
+
   bool json_;
   uint32_t blk_ = 0;
+  Totals totals_;
 };
+
+// The bytes to decode: the file, or what a compressed file holds.
+struct DumpInput {
+  std::unique_ptr<input::PeekReader> reader;
+  std::string compression;  // "gzip", ...; "" when not compressed
+  input::ImageKind content = input::ImageKind::kRaw;
+};
+
+Result<input::ImageKind> PeekKind(input::PeekReader& reader) {
+  FP_ASSIGN_OR_RETURN(auto head, reader.Peek(input::kDetectBytes));
+  return input::DetectKind(head);
+}
+
+std::string DisplayName(const std::string& path) { return path == "-" ? "stdin" : path; }
+
+Result<DumpInput> OpenDumpInput(const std::string& path) {
+  FP_ASSIGN_OR_RETURN(UniqueFd fd, OpenForRead(path));
+  DumpInput in;
+  in.reader = std::make_unique<input::PeekReader>(input::FdReader::Own(std::move(fd), DisplayName(path)));
+  FP_ASSIGN_OR_RETURN(in.content, PeekKind(*in.reader));
+  if (!input::IsCompressed(in.content)) return in;
+  in.compression = input::KindName(in.content);
+  FP_ASSIGN_OR_RETURN(auto inner, input::DecompressReader::Start(in.content, std::move(in.reader)));
+  in.reader = std::make_unique<input::PeekReader>(std::move(inner));
+  FP_ASSIGN_OR_RETURN(in.content, PeekKind(*in.reader));
+  return in;
+}
+
+// A compressed file that holds no sparse image: what it is, and what reads it.
+Status NotSparse(const std::string& path, const DumpInput& in) {
+  if (in.content == input::ImageKind::kRaw) {
+    return InvalidArgument(fmt::format("{}: {}-compressed raw image, not a sparse image: nothing to dump "
+                                       "(flashpipe write reads it as it is)", DisplayName(path), in.compression));
+  }
+  return InvalidArgument(fmt::format("{}: {}-compressed {} data, not a sparse image", DisplayName(path), in.compression,
+                                     input::KindName(in.content)));
+}
+
+Status Decode(input::ByteReader& reader, sparse::Sink& sink, sparse::DecoderOptions options) {
+  sparse::Decoder decoder(&sink, options);
+  std::vector<uint8_t> buf(size_t{1} << 20);
+  for (;;) {
+    FP_ASSIGN_OR_RETURN(size_t n, reader.Read(buf));
+    if (n == 0) break;
+    FP_RETURN_IF_ERROR(decoder.Feed(std::span(buf).first(n)));
+  }
+  return decoder.Finish();
+}
 
 }  // namespace
 
 int RunDump(int argc, char** argv) {
-  CLI::App app{"Print a sparse image's header and chunks", CommandName(argv[0])};
+  CLI::App app{"Print a sparse image's header, chunks and totals (also inside a gzip/xz/zstd/bzip2/lz4 file)",
+               CommandName(argv[0])};
   std::string path, json_path;
   bool no_crc = false;
-  AddJsonFlag(app, json_path, "the header and chunks");
+  AddJsonFlag(app, json_path, "the header, chunks and totals");
   app.add_flag("--no-crc-check", no_crc, "do not verify CRC32 chunks");
-  app.add_option("SPARSE", path, "sparse image, - for stdin")->required();
+  app.add_option("SPARSE", path, "sparse image, possibly compressed; - for stdin")->required();
   if (auto code = ParseOrExit(app, argc, argv)) return *code;
-  auto fd = OpenForRead(path);
-  if (!fd.ok()) return ExitWith("dump", fd.status());
+  auto in = OpenDumpInput(path);
+  if (!in.ok()) return ExitWith("dump", in.status());
   const bool json = !json_path.empty();
   std::optional<AtomicFile> json_file;  // --json=FILE: stdout goes to FILE, whole or not at all
   if (json && json_path != "-") {
@@ -115,11 +214,20 @@ int RunDump(int argc, char** argv) {
     json_file.emplace(std::move(*f));
   }
   DumpSink sink(json);
-  Status s = sparse::DecodeFd(fd->get(), sink, {.check_crc = !no_crc}, path);
-  sink.End(s);
+  Status s;
+  if (!in->compression.empty() && in->content != input::ImageKind::kSparse) {
+    s = NotSparse(path, *in);
+  } else {
+    if (!in->compression.empty() && !json) {
+      std::printf("%s: %s-compressed sparse image (flashpipe write reads it as it is); "
+                  "input offsets are in the decompressed stream\n", DisplayName(path).c_str(), in->compression.c_str());
+    }
+    s = Decode(*in->reader, sink, {.check_crc = !no_crc});
+    if (!s.ok() && s.code() == Code::kCorrupt) s = s.WithContext(in->reader->name());
+  }
+  sink.End(s, in->compression);
   if (std::fflush(stdout) != 0 && s.ok()) s = ErrnoError("write stdout");
   if (json_file && s.ok()) s = json_file->Commit();
-  if (!s.ok() && s.code() == Code::kCorrupt) s = s.WithContext(path);
   return ExitWith("dump", s);
 }
 

@@ -16,6 +16,7 @@ int RunDump(int argc, char** argv);
 int RunWrite(int argc, char** argv);
 int RunServe(int argc, char** argv);
 int RunBench(int argc, char** argv);
+int RunLp(int argc, char** argv);
 
 // The one place a Status becomes an exit status: prints
 // "flashpipe <command>: error: <status>" to stderr, returns 1 (0 when OK).

@@ -6,6 +6,7 @@
 #include "base/fd_io.h"
 #include "base/units.h"
 #include "io/image_writer.h"
+#include "tools/describe.h"
 
 namespace flashpipe::tools {
 
@@ -36,11 +37,22 @@ void PrintUsageError(CLI::App& app, const std::string& message) {
                app.get_name().c_str());
 }
 
+// The formatter and footer, on the app and every subcommand below it (which
+// took their parent's when they were added, before this ran).
+void Decorate(CLI::App& app, const std::shared_ptr<Formatter>& formatter) {
+  app.formatter(formatter);
+  app.footer("Exit status: 0 done, 1 failed, 2 usage error.");
+  for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) Decorate(*sub, formatter);
+}
+
 }  // namespace
 
 std::optional<int> ParseOrExit(CLI::App& app, int argc, char** argv) {
-  app.formatter(std::make_shared<Formatter>());
-  app.footer("Exit status: 0 done, 1 failed, 2 usage error.");
+  Decorate(app, std::make_shared<Formatter>());
+  if (argc == 2 && argv[1] == kHelpJsonFlag) {  // for gen_docs.py (tools/describe.h)
+    std::fputs(DescribeAppJson(app).c_str(), stdout);
+    return std::fflush(stdout) == 0 ? kExitOk : kExitFailed;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp&) {

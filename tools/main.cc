@@ -6,8 +6,10 @@
 #include <exception>
 #include <new>
 #include <string_view>
+#include <vector>
 
 #include "tools/commands.h"
+#include "tools/describe.h"
 
 namespace {
 
@@ -25,15 +27,27 @@ constexpr Command kCommands[] = {
     {"simg2img", flashpipe::tools::RunSimg2img, "expand sparse images (overlaid in order) to a raw image"},
     {"append2simg", flashpipe::tools::RunAppend2simg, "append raw data to a sparse image"},
     {"resparse", flashpipe::tools::RunResparse, "split a sparse image into parts of at most N bytes"},
-    {"dump", flashpipe::tools::RunDump, "print a sparse image's header and chunks"},
+    {"dump", flashpipe::tools::RunDump, "print a sparse image's header, chunks and totals"},
+    {"lp", flashpipe::tools::RunLp, "Android super partitions: lp dump, lp make, lp unpack (like lpdump/lpmake/lpunpack)"},
 };
 
+constexpr const char* kSummary = "disk images onto storage at the speed of the storage";
+constexpr const char* kExitStatus = "exit status: 0 done, 1 failed, 2 usage error";
+
 void Usage(FILE* out) {
-  std::fprintf(out, "flashpipe %s: disk images onto storage at the speed of the storage\n\n"
+  std::fprintf(out, "flashpipe %s: %s\n\n"
                     "usage: flashpipe COMMAND [ARGS...]   (flashpipe COMMAND --help for details)\n\n"
-                    "commands:\n", FLASHPIPE_VERSION);
+                    "commands:\n", FLASHPIPE_VERSION, kSummary);
   for (const auto& c : kCommands) std::fprintf(out, "  %-12s %s\n", c.name, c.help);
-  std::fprintf(out, "\nexit status: 0 done, 1 failed, 2 usage error\n");
+  std::fprintf(out, "\n%s\n", kExitStatus);
+}
+
+// The table as JSON, for the generated man pages and completion.
+int DescribeCommands() {
+  std::vector<flashpipe::tools::CommandSummary> list;
+  for (const auto& c : kCommands) list.push_back({c.name, c.help});
+  std::fputs(flashpipe::tools::DescribeProgramJson(list, kSummary, kExitStatus).c_str(), stdout);
+  return std::fflush(stdout) == 0 ? 0 : 1;
 }
 
 const Command* Find(std::string_view name) {
@@ -56,6 +70,7 @@ int Dispatch(int argc, char** argv) {
     Usage(stdout);
     return 0;
   }
+  if (cmd == flashpipe::tools::kHelpJsonFlag) return DescribeCommands();
   if (cmd == "--version" || cmd == "version") {
     std::printf("flashpipe %s\n", FLASHPIPE_VERSION);
     return 0;

@@ -185,4 +185,51 @@ std::string RenderPlotSvg(const std::vector<TransferResult>& results, std::strin
   return svg + EndLabels(std::move(labels)) + "</svg>\n";
 }
 
+namespace {
+
+constexpr double kBarLabelW = 170, kBarTextW = 230, kBarH = 26, kBarGap = 12, kBarTop = 64, kBarBottom = 52;
+
+std::string BarAxis(double x0, double plot_w, double y_bottom, double step, double max, std::string_view axis_title) {
+  std::string svg;
+  for (double v = 0; v <= max + step / 2; v += step) {
+    const double x = x0 + v / max * plot_w;
+    svg += fmt::format("<line x1=\"{0:.1f}\" y1=\"{1:.1f}\" x2=\"{0:.1f}\" y2=\"{2:.1f}\" stroke=\"#ddd\"/>\n"
+                       "<text x=\"{0:.1f}\" y=\"{3:.1f}\" text-anchor=\"middle\">{4:g}</text>\n",
+                       x, kBarTop - 6, y_bottom, y_bottom + 16, v);
+  }
+  return svg + fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\">{}</text>\n", x0 + plot_w / 2,
+                           y_bottom + 36, Escape(axis_title));
+}
+
+}  // namespace
+
+std::string RenderBarsSvg(const std::vector<Bar>& bars, std::string_view title, std::string_view axis_title) {
+  const double height = kBarTop + double(bars.size()) * (kBarH + kBarGap) + kBarBottom;
+  const double x0 = kBarLabelW, plot_w = kWidth - kBarLabelW - kBarTextW;
+  double max_value = 0;
+  for (const auto& b : bars) max_value = std::max(max_value, b.value);
+  if (max_value <= 0) max_value = 1;
+  const double step = NiceStep(max_value), max = std::ceil(max_value / step) * step;
+  const double y_bottom = kBarTop + double(bars.size()) * (kBarH + kBarGap);
+  std::string svg = fmt::format(
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" viewBox=\"0 0 {0} {1}\" "
+      "font-family=\"DejaVu Sans, Helvetica, Arial, sans-serif\" font-size=\"13\">\n"
+      "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
+      "<text x=\"12\" y=\"24\" font-size=\"16\" font-weight=\"bold\">{2}</text>\n",
+      kWidth, height, Escape(title));
+  svg += BarAxis(x0, plot_w, y_bottom, step, max, axis_title);
+  for (size_t i = 0; i < bars.size(); ++i) {
+    const Bar& b = bars[i];
+    const double y = kBarTop + double(i) * (kBarH + kBarGap);
+    const double w = std::max(0.0, b.value) / max * plot_w;
+    svg += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"end\">{}</text>\n"
+                       "<rect class=\"bar\" x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{}\" fill=\"{}\"/>\n"
+                       "<text x=\"{:.1f}\" y=\"{:.1f}\">{}</text>\n",
+                       x0 - 8, y + kBarH / 2 + 4, Escape(b.label), x0, y, w, kBarH,
+                       b.highlight ? ModeColor(Mode::kQueued) : ModeColor(Mode::kBlocking), x0 + w + 6,
+                       y + kBarH / 2 + 4, Escape(b.text));
+  }
+  return svg + "</svg>\n";
+}
+
 }  // namespace flashpipe::bench

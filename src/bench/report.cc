@@ -102,12 +102,12 @@ std::string FormatSummary(const std::vector<TransferResult>& results) {
   return out;
 }
 
-std::string JsonString(std::string_view s) {
+std::string CsvField(std::string_view s) {
+  if (s.find_first_of(",\"\r\n") == std::string_view::npos) return std::string(s);
   std::string out = "\"";
   for (char c : s) {
-    if (c == '"' || c == '\\') out += fmt::format("\\{}", c);
-    else if (static_cast<unsigned char>(c) < 0x20) out += fmt::format("\\u{:04x}", int(c));
-    else out += c;
+    if (c == '"') out += '"';
+    out += c;
   }
   return out + "\"";
 }
@@ -117,8 +117,9 @@ std::string FormatCsv(const RunInfo& info, const std::vector<TransferResult>& re
       "target,backend,prep,direction,mode,depth,request_bytes,count,bytes,ns,kB_per_s,KiB_per_s,iops,MiB_per_s\n";
   for (const auto& r : results) {
     const Rates x = RatesOf(r);
-    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{}.{:02},{:.3f}\n", info.target, info.backend,
-                       info.prep, DirectionName(r.direction), ModeName(r.mode), r.depth, r.request,
+    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{}.{:02},{:.3f}\n", CsvField(info.target),
+                       CsvField(info.backend), CsvField(info.prep), CsvField(DirectionName(r.direction)),
+                       CsvField(ModeName(r.mode)), r.depth, r.request,
                        r.count, r.bytes(), r.ns, x.kb_per_s, x.kib_per_s, x.iops_x100 / 100,
                        x.iops_x100 % 100, x.mib_per_s);
   }

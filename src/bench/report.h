@@ -8,13 +8,16 @@
 // truncated, not rounded, as mmc_test does; a size with half a KiB prints
 // ".5" ("1 x 1 sectors (1 x 0.5 KiB)").
 // The summary puts the modes side by side per direction, in MiB/s, with each
-// mode's gain over blocking. CSV has one header row; JSON is one object.
+// mode's gain over blocking. CSV has one header row and quotes a field that
+// holds a comma, a quote or a line break (RFC 4180: a sim: target's
+// "sim:size=8G,bw=45M" stays one field); JSON is one object.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "base/json.h"
 #include "bench/transfer.h"
 
 namespace flashpipe::bench {
@@ -43,6 +46,8 @@ struct RunInfo {
 };
 std::string FormatCsv(const RunInfo& info, const std::vector<TransferResult>& results);
 std::string FormatJson(const RunInfo& info, const std::vector<TransferResult>& results);
-std::string JsonString(std::string_view s);  // quoted and escaped
+using flashpipe::JsonString;  // quoted and escaped (base/json.h)
+// One CSV field: as it is, or in double quotes with quotes doubled (RFC 4180).
+std::string CsvField(std::string_view s);
 
 }  // namespace flashpipe::bench

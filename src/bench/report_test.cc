@@ -90,5 +90,19 @@ TEST(ReportTest, CsvAndJson) {
   EXPECT_EQ(JsonString("a\"b\\c\n"), "\"a\\\"b\\\\c\\u000a\"");
 }
 
+// A sim: target holds commas: unquoted, it shifted every later column.
+TEST(ReportTest, CsvQuotesFieldsWithCommasAndQuotes) {
+  RunInfo info{"sim:size=8G,bw=45M,cmd_us=300", "sync", "spin:200", 0, 8 << 20, false};
+  std::vector<TransferResult> rs = {Result(Direction::kWrite, Mode::kBlocking, 4096, 2048, 100'000'000)};
+  const std::string csv = FormatCsv(info, rs);
+  EXPECT_NE(csv.find("\n\"sim:size=8G,bw=45M,cmd_us=300\",sync,spin:200,write,blocking,1,4096,"), std::string::npos)
+      << csv;
+  EXPECT_EQ(CsvField("plain"), "plain");
+  EXPECT_EQ(CsvField("a,b"), "\"a,b\"");
+  EXPECT_EQ(CsvField("say \"hi\""), "\"say \"\"hi\"\"\"");
+  EXPECT_EQ(CsvField("two\nlines"), "\"two\nlines\"");
+  EXPECT_EQ(CsvField(""), "");
+}
+
 }  // namespace
 }  // namespace flashpipe::bench

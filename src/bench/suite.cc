@@ -124,39 +124,33 @@ Result<Area> StudyArea(const BenchTarget& t, const ImageSummary& image) {
 
 Result<std::vector<StudyResult>> RunSparseStudy(BenchTarget& t, const ImageSummary& image,
                                                 const StudyOptions& o, const Area& area, FILE* out) {
+  StudyVariant pipelined;
+  pipelined.pipelined = true;
+  std::vector<StudyVariant> variants = o.variants;
+  variants.push_back(pipelined);
+  io::WriterOptions wo;
+  wo.queue_depth = o.queue_depth;
+  wo.request_size = o.request_size;
   std::vector<StudyResult> results;
-  const io::Geometry& g = t.geometry();
-  for (const StudyVariant& v : o.variants) {
+  for (const StudyVariant& v : variants) {
     std::fprintf(out, "running %s ...\n", VariantLabel(v).c_str());
     std::fflush(out);
-    FP_ASSIGN_OR_RETURN(auto queue, t.MakeQueue(1));
+    // The bootloader model never has two requests in flight.
+    FP_ASSIGN_OR_RETURN(auto queue, t.MakeQueue(v.pipelined ? o.queue_depth : 1));
+    io::Device dev = t.target() ? io::DeviceFor(*t.target(), queue.get())
+                                : io::Device{t.name(), queue.get(), t.geometry()};
+    dev.window_offset = area.offset;
+    dev.window_size = area.size;
+    dev.reads_zero = false;  // earlier runs wrote the area: zero ranges must be zeroed
     std::vector<StudyResult> runs;
     for (unsigned i = 0; i < std::max(o.repeat, 1u); ++i) {
       FP_ASSIGN_OR_RETURN(StudyResult r, WithDeviceStats(queue.get(), [&] {
-        return RunBounce(o.image, image, v, queue.get(), t.clock(), area.offset, g.logical_block, g.mem_align);
+        return RunVariant(o.image, image, v, dev, wo, t.clock());
       }));
       runs.push_back(r);
     }
     results.push_back(Median(runs));
   }
-  std::fprintf(out, "running pipelined ...\n");
-  std::fflush(out);
-  FP_ASSIGN_OR_RETURN(auto queue, t.MakeQueue(o.queue_depth));
-  io::Device dev = t.target() ? io::DeviceFor(*t.target(), queue.get()) : io::Device{t.name(), queue.get(), g};
-  dev.window_offset = area.offset;
-  dev.window_size = area.size;
-  dev.reads_zero = false;  // the bounce runs wrote it: zero ranges must be zeroed
-  io::WriterOptions wo;
-  wo.queue_depth = o.queue_depth;
-  wo.request_size = o.request_size;
-  std::vector<StudyResult> runs;
-  for (unsigned i = 0; i < std::max(o.repeat, 1u); ++i) {
-    FP_ASSIGN_OR_RETURN(StudyResult r, WithDeviceStats(queue.get(), [&] {
-      return RunPipelined(o.image, image, dev, wo, t.clock());
-    }));
-    runs.push_back(r);
-  }
-  results.push_back(Median(runs));
   return results;
 }
 

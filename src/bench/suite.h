@@ -15,7 +15,7 @@
 
 #include "base/status.h"
 #include "bench/bench_target.h"
-#include "bench/bounce.h"
+#include "bench/bounce_study.h"
 #include "bench/report.h"
 #include "bench/transfer.h"
 

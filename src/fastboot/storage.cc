@@ -8,11 +8,12 @@
 #include <algorithm>
 #include <cstring>
 
+#include "base/fd_io.h"
 #include "base/units.h"
 #include "base/unique_fd.h"
-#include "fastboot/bounce_sink.h"
 #include "fastboot/gpt.h"
 #include "io/image_writer.h"
+#include "io/write_model.h"
 #include "sparse/decoder.h"
 
 namespace flashpipe::fastboot {
@@ -27,16 +28,21 @@ struct Storage::Backing {
 
 namespace {
 
-Status PreadAll(int fd, uint64_t offset, std::span<uint8_t> out, const std::string& path) {
-  size_t done = 0;
-  while (done < out.size()) {
-    ssize_t n = ::pread(fd, out.data() + done, out.size() - done, static_cast<off_t>(offset + done));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return ErrnoError(fmt::format("read {} at byte {}", path, offset + done));
-    if (n == 0) return IoError(fmt::format("read {} at byte {}: end of file", path, offset + done), 0);
-    done += static_cast<size_t>(n);
+// A validated sparse image, re-decoded from the download buffer.
+Status DecodePieces(std::span<const std::span<const uint8_t>> pieces, sparse::Sink& sink) {
+  sparse::Decoder decoder(&sink, {.check_crc = false, .tolerate_missing_tail = true});
+  for (auto piece : pieces) FP_RETURN_IF_ERROR(decoder.Feed(piece));
+  return decoder.Finish();
+}
+
+// A raw image: its bytes from image offset 0.
+Status FeedRawPieces(std::span<const std::span<const uint8_t>> pieces, sparse::Sink& sink) {
+  uint64_t at = 0;
+  for (auto piece : pieces) {
+    FP_RETURN_IF_ERROR(sink.OnRaw(at, piece));
+    at += piece.size();
   }
-  return Status::Ok();
+  return sink.OnEnd();
 }
 
 // Runs one op to completion on the queue.
@@ -124,7 +130,7 @@ Result<std::unique_ptr<Storage>> Storage::OpenGpt(const std::string& path, const
   b->queue = b->owned_queue.get();
   b->target = std::move(target);
   uint32_t sector = b->geometry.block_device ? b->geometry.logical_block : 0;
-  auto read_at = [&](uint64_t off, std::span<uint8_t> out) { return PreadAll(rfd.get(), off, out, path); };
+  auto read_at = [&](uint64_t off, std::span<uint8_t> out) { return PreadExact(rfd.get(), out, off, path); };
   auto table = ReadGpt(read_at, b->geometry.size, sector);
   if (!table.ok()) return table.status().WithContext(path);
   s->backings_.push_back(std::move(b));
@@ -221,45 +227,21 @@ std::string Storage::ProbeType(const Partition& p) const {
 
 Status Storage::Write(const Partition& p, std::span<const std::span<const uint8_t>> pieces, bool is_sparse,
                       const ProgressFn& progress, bool sync) {
-  if (options_.discard_writes) return Status::Ok();
-  const Backing& b = *backings_[p.backing];
-  io::Device dev = DeviceOf(b, p);
-  std::unique_ptr<sparse::Sink> sink;
-  io::ImageWriter* writer = nullptr;
-  if (options_.bounce_blocks > 0) {
-    FP_ASSIGN_OR_RETURN(sink, BounceSink::Create(dev, options_.bounce_blocks));
-  } else {
-    io::WriterOptions wo{.request_size = options_.request_size, .queue_depth = options_.queue_depth};
-    wo.progress = progress;
-    wo.sync = sync;
-    wo.stock = &stock_;
-    wo.borrow_raw = true;  // the image stays in the download buffer until Finish()
-    FP_ASSIGN_OR_RETURN(auto w, io::ImageWriter::Create({dev}, wo));
-    writer = w.get();
-    sink = std::move(w);
-  }
-  Status st;
-  if (is_sparse) {
-    sparse::Decoder decoder(sink.get(), {.check_crc = false, .tolerate_missing_tail = true});
-    for (auto piece : pieces) {
-      if (st = decoder.Feed(piece); !st.ok()) break;
-    }
-    if (st.ok()) st = decoder.Finish();
-  } else {
-    uint64_t at = 0;
-    for (auto piece : pieces) {
-      if (st = sink->OnRaw(at, piece); !st.ok()) break;
-      at += piece.size();
-    }
-    if (st.ok()) st = sink->OnEnd();
-  }
-  Status fin = writer != nullptr ? writer->Finish() : static_cast<BounceSink*>(sink.get())->Finish(sync);
+  io::WriterOptions wo{.request_size = options_.request_size, .queue_depth = options_.queue_depth};
+  wo.progress = progress;
+  wo.sync = sync;
+  wo.stock = &stock_;
+  wo.borrow_raw = true;  // the image stays in the download buffer until Finish()
+  FP_ASSIGN_OR_RETURN(auto sink, io::MakeWriteSink(options_.model, DeviceOf(*backings_[p.backing], p), wo));
+  Status st = is_sparse ? DecodePieces(pieces, *sink) : FeedRawPieces(pieces, *sink);
+  Status fin = sink->Finish();
   if (!st.ok()) return st.WithContext(fmt::format("partition '{}'", p.name));
   return fin.WithContext(fmt::format("partition '{}'", p.name));
 }
 
 Status Storage::Sync(const Partition& p) {
-  if (options_.discard_writes) return Status::Ok();
+  // The discard model wrote nothing, so there is nothing to flush.
+  if (options_.model.kind == io::WriteModelKind::kDiscard) return Status::Ok();
   return backings_[p.backing]->queue->Sync().WithContext(fmt::format("partition '{}'", p.name));
 }
 

@@ -5,14 +5,13 @@
 // Partitions come from a disk's GPT (OpenGpt) or from NAME=PATH[:OFFSET:SIZE]
 // specs (OpenSpecs); each distinct path is opened once (exclusively, O_DIRECT
 // where possible) with one IoQueue, and each partition is a window on it.
-// Every write goes through io::ImageWriter, which bounds-checks each op
-// against the partition's window; Erase checks its ranges itself. Nothing
-// is ever issued outside the partition, whatever the image says.
-//
-// WriteOptions also selects two models used by the benchmark: bounce_blocks
-// (write RAW and FILL data through a small bounce buffer one synchronous
-// request at a time, U-Boot's behaviour before b1aade87ca1) and
-// discard_writes (validate only, write nothing: the cost of the transfer).
+// Every write goes through an io::WriteSink whose window is the partition:
+// the pipelined engine (io::ImageWriter, the default), or a model the
+// benchmark compares it with, chosen by WriteOptions.model (bounce:N, U-Boot's
+// sparse writer; discard, validate only: the cost of the transfer; see
+// io/write_model.h). Each bounds-checks every op against the window; Erase
+// checks its ranges itself. Nothing is ever issued outside the partition,
+// whatever the image says.
 // Thread-compatible: one Write/Erase at a time.
 #pragma once
 
@@ -29,6 +28,7 @@
 #include "io/image_writer.h"
 #include "io/io_queue.h"
 #include "io/target.h"
+#include "io/write_model.h"
 
 namespace flashpipe::fastboot {
 
@@ -53,8 +53,7 @@ struct WriteOptions {
   io::Backend backend = io::Backend::kAuto;
   unsigned queue_depth = 0;     // 0 = the writer's default
   uint64_t request_size = 0;    // 0 = the writer's default
-  uint32_t bounce_blocks = 0;   // > 0: the bounce-buffer model (512-byte blocks)
-  bool discard_writes = false;  // validate only
+  io::WriteModel model;         // pipelined unless a benchmark asks otherwise
   bool force = false;           // open block devices even when in use
 };
 

@@ -1,5 +1,6 @@
-// ImageWriter: the pipelined engine. A sparse::Sink that turns the decoder's
-// events into large aligned requests on one or more devices at once.
+// ImageWriter: the pipelined engine. A WriteSink (io/write_sink.h) that turns
+// the decoder's events into large aligned requests on one or more devices at
+// once.
 //
 // RAW bytes are copied into a bounded pool of aligned buffers (or read there
 // straight from a seekable source with WriteRawFromFd, or, with borrow_raw,
@@ -10,7 +11,9 @@
 // buffer; zero FILL becomes BLKZEROOUT / holes (ZeroMode); DONT_CARE is
 // skipped or discarded. Unaligned heads and tails are read-modify-written
 // through the same O_DIRECT queue. Every op is bounds-checked against the
-// device window before it is issued. Finish() drains, writes the first block
+// device window before it is issued; a window of several extents (a logical
+// partition) has each op split at extent boundaries, every piece inside the
+// extent it lands in. Finish() drains, writes the first block
 // last if asked, runs one fdatasync per device and, with verify, reads
 // everything back with O_DIRECT and compares against digests taken while
 // writing.
@@ -29,8 +32,10 @@
 
 #include "base/buffer_stock.h"
 #include "base/status.h"
+#include "io/extent_map.h"
 #include "io/io_queue.h"
 #include "io/target.h"
+#include "io/write_sink.h"
 #include "sparse/sink.h"
 
 namespace flashpipe::io {
@@ -47,6 +52,10 @@ struct Device {
   Geometry geometry;
   uint64_t window_offset = 0;  // absolute offset of image byte 0
   uint64_t window_size = 0;    // bytes the image may cover; 0 = geometry.size - offset
+  // Instead of window_offset/window_size (which must then be 0): the window
+  // is these device ranges taken in order (ExtentMap), e.g. the LINEAR
+  // extents of a logical partition. Each must be whole device blocks.
+  std::vector<DeviceExtent> extents;
   // Every byte of the window reads back as zero until written (a freshly
   // truncated file): zero ranges need not be touched.
   bool reads_zero = false;
@@ -55,6 +64,9 @@ struct Device {
   int file_fd = -1;
 };
 Device DeviceFor(const Target& target, IoQueue* queue);
+// OK when image bytes [offset, offset+length) lie inside the device's window
+// (window_size 0: up to the end of the geometry); else kNoSpace naming both.
+Status CheckInWindow(const Device& device, uint64_t offset, uint64_t length);
 
 struct WriterOptions {
   uint64_t request_size = 0;  // 0 = from geometry (optimal_io or max_request, >= 1 MiB)
@@ -85,18 +97,7 @@ struct WriterOptions {
 // A request size a user may ask for: a multiple of 4 KiB, 4 KiB to 64 MiB.
 Status CheckRequestSize(uint64_t bytes);
 
-struct WriteStats {
-  uint64_t image_size = 0;
-  uint64_t bytes_written = 0;    // data bytes sent to the device (per device)
-  uint64_t bytes_borrowed = 0;   // of which written from the caller's memory (borrow_raw)
-  uint64_t bytes_zeroed = 0;     // by zeroout / holes
-  uint64_t bytes_discarded = 0;
-  uint64_t bytes_skipped = 0;    // DONT_CARE left alone
-  uint64_t requests = 0;
-  bool verified = false;         // verify ran and matched
-};
-
-class ImageWriter : public sparse::Sink {
+class ImageWriter final : public WriteSink {
  public:
   static Result<std::unique_ptr<ImageWriter>> Create(std::vector<Device> devices,
                                                      const WriterOptions& options);
@@ -115,8 +116,8 @@ class ImageWriter : public sparse::Sink {
 
   // Drain, first block last, fdatasync each device (unless !sync), verify.
   // Call once.
-  Status Finish();
-  const WriteStats& stats() const;
+  Status Finish() override;
+  const WriteStats& stats() const override;
 
  private:
   ImageWriter();

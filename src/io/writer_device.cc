@@ -63,27 +63,31 @@ Status ImageWriter::Impl::Issue(DevState& d, OpKind kind, uint64_t begin, uint64
     return failed;
   }
   IoQueue* q = d.dev.queue;
-  while (q->in_flight() >= q->depth()) FP_RETURN_IF_ERROR(WaitDevice(d));
   auto overlaps = [&] {
     return std::any_of(d.inflight.begin(), d.inflight.end(), [&](const InflightOp& o) {
       return o.begin < begin + length && begin < o.end;
     });
   };
   while (overlaps()) FP_RETURN_IF_ERROR(WaitDevice(d));
-  IoOp op{kind, d.dev.window_offset + begin, length, buf, BufIndex(d, ref), next_tag++};
-  last_tag = op.tag;
-  if (Status s = q->Submit(op); !s.ok()) {
-    failed = s.WithContext(fmt::format("{}: image offset 0x{:x}", d.dev.name, begin));
+  first_tag = next_tag;
+  // One op per extent the range touches (a plain window has one extent).
+  Status s = d.map.Split(begin, length, [&](uint64_t device_offset, uint64_t at, uint64_t n) {
+    while (q->in_flight() >= q->depth()) FP_RETURN_IF_ERROR(WaitDevice(d));
+    IoOp op{kind, device_offset, n, buf == nullptr ? nullptr : buf + at, BufIndex(d, ref), next_tag++};
+    last_tag = op.tag;
+    if (Status st = q->Submit(op); !st.ok()) return st.WithContext(fmt::format("{}: image offset 0x{:x}", d.dev.name, begin + at));
+    d.inflight.push_back({op.tag, begin + at, begin + at + n, kind, ref});
+    if (ref.kind == BufRef::kPool) ++pool_refs[ref.index];
+    if (ref.kind == BufRef::kPattern) ++patterns[ref.index].refs;
+    if (&d == &devs[0] && kind != OpKind::kRead) ++stats.requests;
+    return Status::Ok();
+  });
+  if (!s.ok()) {
+    if (failed.ok()) failed = s;
     return failed;
   }
-  d.inflight.push_back({op.tag, begin, begin + length, kind, ref});
-  if (ref.kind == BufRef::kPool) ++pool_refs[ref.index];
-  if (ref.kind == BufRef::kPattern) ++patterns[ref.index].refs;
   if (kind == OpKind::kWrite && begin + length > d.dev.window_size) d.extended = true;
-  if (&d == &devs[0] && kind != OpKind::kRead) {
-    ++stats.requests;
-    if (kind == OpKind::kWrite) stats.bytes_written += length;
-  }
+  if (&d == &devs[0] && kind == OpKind::kWrite) stats.bytes_written += length;
   return Status::Ok();
 }
 
@@ -124,9 +128,10 @@ void ImageWriter::Impl::DrainAll() {
     while (!d.inflight.empty()) (void)WaitDevice(d);
 }
 
-Status ImageWriter::Impl::WaitTag(DevState& d, uint64_t tag) {
+Status ImageWriter::Impl::WaitTags(DevState& d, uint64_t first, uint64_t last) {
   auto pending = [&] {
-    return std::any_of(d.inflight.begin(), d.inflight.end(), [&](const InflightOp& o) { return o.tag == tag; });
+    return std::any_of(d.inflight.begin(), d.inflight.end(),
+                       [&](const InflightOp& o) { return o.tag >= first && o.tag <= last; });
   };
   while (pending()) FP_RETURN_IF_ERROR(WaitDevice(d));
   return failed;
@@ -190,7 +195,7 @@ Status ImageWriter::Impl::ReadBlock(DevState& d, uint64_t begin, uint8_t* dst) {
     return Status::Ok();
   }
   FP_RETURN_IF_ERROR(Issue(d, OpKind::kRead, begin, align, dst, {BufRef::kNone, -1}));
-  return WaitTag(d, last_tag);
+  return WaitTags(d, first_tag, last_tag);
 }
 
 // Writes [lo, hi) of `block` (lo..hi inside one block) keeping the rest of the
@@ -217,7 +222,7 @@ Status ImageWriter::Impl::LoadHold(DevState& d) {
   uint64_t keep = hold_len;
   hold_len = 0;  // the read below must reach the device
   Status s = Issue(d, OpKind::kRead, 0, keep, d.hold.data(), {BufRef::kNone, -1});
-  if (s.ok()) s = WaitTag(d, last_tag);
+  if (s.ok()) s = WaitTags(d, first_tag, last_tag);
   hold_len = keep;
   return s;
 }

@@ -29,6 +29,7 @@ struct InflightOp {
 
 struct DevState {
   Device dev;
+  ExtentMap map;               // image offsets -> device offsets (one extent for a plain window)
   uint64_t limit = 0;          // image bytes this device may be written up to
   bool extendable = false;     // regular file: may write the last block whole, then trim
   bool extended = false;
@@ -64,7 +65,8 @@ struct ImageWriter::Impl {
   PatternBuf patterns[2];
   int pattern_base = 0;        // registered index of patterns[0]
   uint64_t next_tag = 1;
-  uint64_t last_tag = 0;       // tag of the op Issue submitted last
+  // Tags of the op Issue submitted last: one per piece, first_tag..last_tag.
+  uint64_t first_tag = 0, last_tag = 0;
   Status failed;
   bool finished = false;
   WriteStats stats;
@@ -96,7 +98,8 @@ struct ImageWriter::Impl {
   Status WaitDevice(DevState& d);
   Status WaitAny();
   void DrainAll();
-  Status WaitTag(DevState& d, uint64_t tag);
+  // Until every op tagged first..last has completed.
+  Status WaitTags(DevState& d, uint64_t first, uint64_t last);
   Result<int> AcquirePool();
   Result<int> AcquirePattern(uint32_t pattern);
   Result<int> AcquireScratch(DevState& d);

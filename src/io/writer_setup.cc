@@ -15,8 +15,15 @@ uint64_t AlignUp(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 
 // The file's end is the window's end, so its last block may be written whole.
 bool Extendable(const Device& d) {
-  return d.file_fd >= 0 && !d.geometry.block_device &&
+  return d.file_fd >= 0 && !d.geometry.block_device && d.extents.empty() &&
          d.window_offset + d.window_size == d.geometry.size;
+}
+
+// Where each range of the window starts and ends (one range, or the extents).
+bool WindowOn(const Device& d, uint64_t x) {
+  if (d.extents.empty()) return d.window_offset % x == 0 && (d.window_size % x == 0 || Extendable(d));
+  return std::all_of(d.extents.begin(), d.extents.end(),
+                     [&](const DeviceExtent& e) { return e.device_offset % x == 0 && e.length % x == 0; });
 }
 
 // The largest power of two <= every device's preferred alignment at which
@@ -25,13 +32,11 @@ Result<uint64_t> CommonAlignment(const std::vector<Device>& devices) {
   uint64_t a = 512;
   for (const auto& d : devices) a = std::max<uint64_t>(a, d.geometry.offset_align);
   auto fits = [&](uint64_t x) {
-    return std::all_of(devices.begin(), devices.end(), [&](const Device& d) {
-      return d.window_offset % x == 0 && (d.window_size % x == 0 || Extendable(d));
-    });
+    return std::all_of(devices.begin(), devices.end(), [&](const Device& d) { return WindowOn(d, x); });
   };
   while (a > 512 && !fits(a)) a /= 2;
   for (const auto& d : devices)
-    if (a < d.geometry.logical_block || d.window_offset % a != 0)
+    if (a < d.geometry.logical_block || !WindowOn(d, a))
       return InvalidArgument(fmt::format("{}: window 0x{:x}+{} is not aligned to the {}-byte block",
                                          d.name, d.window_offset, d.window_size, d.geometry.logical_block));
   return a;
@@ -54,6 +59,16 @@ Device DeviceFor(const Target& target, IoQueue* queue) {
   d.reads_zero = target.fresh();
   if (!target.geometry().block_device) d.file_fd = target.fd();
   return d;
+}
+
+Status CheckInWindow(const Device& device, uint64_t offset, uint64_t length) {
+  uint64_t start = std::min(device.window_offset, device.geometry.size);
+  uint64_t window = device.window_size != 0 ? device.window_size : device.geometry.size - start;
+  if (offset > window || length > window - offset) {
+    return NoSpace(fmt::format("{}: write at image offset 0x{:x}+{} is outside the window ({} bytes)",
+                               device.name, offset, length, window));
+  }
+  return Status::Ok();
 }
 
 Status CheckRequestSize(uint64_t bytes) {
@@ -87,10 +102,21 @@ void ImageWriter::Impl::ReturnBuffers() {
 Result<std::unique_ptr<ImageWriter>> ImageWriter::Create(std::vector<Device> devices,
                                                          const WriterOptions& options) {
   if (devices.empty()) return InvalidArgument("no target device");
+  std::vector<ExtentMap> maps;
   for (auto& d : devices) {
     if (d.queue == nullptr) return InvalidArgument(d.name + ": no I/O queue");
+    if (!d.extents.empty()) {
+      if (d.window_offset != 0 || d.window_size != 0) {
+        return InvalidArgument(d.name + ": a window is either extents or an offset and size, not both");
+      }
+      FP_ASSIGN_OR_RETURN(ExtentMap map, ExtentMap::Create(d.name, d.extents, d.geometry.size, d.geometry.logical_block));
+      d.window_size = map.size();
+      maps.push_back(std::move(map));
+      continue;
+    }
     if (d.window_offset > d.geometry.size) return NoSpace(d.name + ": window starts beyond the end");
     if (d.window_size == 0) d.window_size = d.geometry.size - d.window_offset;
+    maps.emplace_back();
   }
   FP_ASSIGN_OR_RETURN(uint64_t align, CommonAlignment(devices));
   auto w = std::unique_ptr<ImageWriter>(new ImageWriter());
@@ -110,11 +136,13 @@ Result<std::unique_ptr<ImageWriter>> ImageWriter::Create(std::vector<Device> dev
   for (auto& p : m.patterns) p.mem = m.NewBuffer(m.request_size);
   m.pattern_base = static_cast<int>(m.pool.size());
   uint64_t min_limit = UINT64_MAX;
-  for (auto& dev : devices) {
+  for (size_t i = 0; i < devices.size(); ++i) {
+    const Device& dev = devices[i];
     DevState d;
     d.dev = dev;
     d.extendable = Extendable(dev);
     d.limit = d.extendable ? AlignUp(dev.window_size, align) : dev.window_size;
+    d.map = dev.extents.empty() ? ExtentMap::Single(dev.window_offset, d.limit) : std::move(maps[i]);
     min_limit = std::min(min_limit, d.limit);
     d.digests = DigestMap(align);
     for (int i = 0; i < 2; ++i) d.scratch.push_back(m.NewBuffer(align));

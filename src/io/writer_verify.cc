@@ -33,7 +33,7 @@ Status ImageWriter::Impl::Verify(DevState& d) {
   struct Pending {
     Chunk chunk;
     int buf;
-    uint64_t tag;
+    uint64_t first_tag, last_tag;
   };
   std::deque<Pending> pending;
   unsigned depth = std::min<unsigned>(d.dev.queue->depth(), static_cast<unsigned>(pool.size()));
@@ -48,12 +48,12 @@ Status ImageWriter::Impl::Verify(DevState& d) {
         DrainAll();
         return s;
       }
-      pending.push_back({c, b, last_tag});
+      pending.push_back({c, b, first_tag, last_tag});
     }
     if (pending.empty()) return Status::Ok();
     Pending p = pending.front();
     pending.pop_front();
-    Status s = WaitTag(d, p.tag);
+    Status s = WaitTags(d, p.first_tag, p.last_tag);
     const DigestMap::Extent& e = *p.chunk.extent;
     uint32_t pattern_crc = e.is_pattern ? Crc32AppendPattern(0, e.pattern, bs / 4) : 0;
     for (uint64_t off = p.chunk.begin; s.ok() && off < p.chunk.end; off += bs) {
@@ -61,7 +61,7 @@ Status ImageWriter::Impl::Verify(DevState& d) {
       uint32_t want = e.is_pattern ? pattern_crc : e.crcs[(off - p.chunk.extent_begin) / bs];
       if (got != want)
         s = Corrupt(fmt::format("verify: {} differs from the image in the {}-byte block at image offset 0x{:x} "
-                                "(device offset 0x{:x})", d.dev.name, bs, off, d.dev.window_offset + off));
+                                "(device offset 0x{:x})", d.dev.name, bs, off, d.map.DeviceOffset(off)));
     }
     --pool_refs[p.buf];
     if (!s.ok()) {

@@ -3,7 +3,9 @@
 # loop device with direct I/O (output parsed back, data really written inside
 # the printed area and nowhere else), refusal without --force on a loop device
 # holding ext4, files created and removed, buffered reads, a simulated eMMC
-# whose figures match the model, and the bounce-buffer study on a small image.
+# whose figures match the model, the bounce-buffer study on a small image, and
+# the machine output (CSV parsed back with Python's csv module, the study's
+# JSON, CSV and plot).
 set -euo pipefail
 FP=${FLASHPIPE:?set FLASHPIPE to the flashpipe binary}
 work=$(mktemp -d /tmp/fp-bench-e2e.XXXXXX)
@@ -122,13 +124,81 @@ cmp -n $((24 << 20)) "$work/raw.img" <(dd if="$S" bs=1M skip=$((off >> 20)) stat
 timeout 120 "$FP" bench --sparse "$work/img.simg" sim:size=1G,bw=45M,cmd_us=300 --buffer-blocks 100,16384 >"$work/ss.txt"
 cat "$work/ss.txt"
 # One request at a time: pipelining hides only host time, so the engine ties
-# with the largest buffer, and 100 blocks pay 300 us per 51200 bytes (model:
-# (300 + 1138) / 1138 = 1.26x the time of the data alone).
+# with the largest buffer. The model (io/bounce_writer.h): RAW (3, 2 and
+# 5 MiB chunks) goes out in 51200-byte requests with 100 blocks (62 + 41 +
+# 103) or one per chunk with 16384; the 14 MiB of FILL in 512 KiB requests
+# (28) either way. At 300 us per request on 24 MiB at 45 MB/s (0.559 s):
+# 0.629 s against 0.569 s, 1.10x.
 python3 - "$work/ss.txt" <<'PY'
 import re, sys
-t = {m[1]: float(m[2]) for m in re.finditer(r"^(.+?): ([0-9.]+) s,", open(sys.argv[1]).read(), re.M)}
+text = open(sys.argv[1]).read()
+t = {m[1]: float(m[2]) for m in re.finditer(r"^(.+?): ([0-9.]+) s,", text, re.M)}
+n = {m[1]: int(m[2]) for m in re.finditer(r"^(.+?): .* ([0-9]+) requests$", text, re.M)}
 best = min(t.values())
 assert t["pipelined"] <= best * 1.05, t
-assert t["buffer 100 blocks"] >= t["buffer 16384 blocks"] * 1.15, t
+assert n["buffer 100 blocks"] == 234 and n["buffer 16384 blocks"] == 31, n
+assert t["buffer 100 blocks"] >= t["buffer 16384 blocks"] * 1.08, t
 PY
+step "machine output: CSV of a sim: target parses back, the study honours --json, --csv and --plot"
+# The target holds commas: the CSV must quote it (RFC 4180) so every column stays in place.
+timeout 120 "$FP" bench sim:size=8G,bw=45M,cmd_us=300 --sizes 4k,1M --total 4M --tests write \
+  --modes blocking,queued --csv - --json="$work/simq.json" >"$work/simq.csv" 2>"$work/simq.txt"
+python3 - "$work/simq.csv" "$work/simq.json" <<'PY'
+import csv, json, sys
+rows = list(csv.DictReader(open(sys.argv[1], newline="")))
+runs = json.load(open(sys.argv[2]))["results"]
+assert len(rows) == len(runs) == 4, (len(rows), len(runs))
+for row, run in zip(rows, runs):
+    assert None not in row and len(row) == 14, row           # no extra columns
+    assert row["target"] == "sim:size=8G,bw=45M,cmd_us=300", row
+    assert row["backend"] and row["prep"] == "copy", row
+    for k in ("mode", "direction"):
+        assert row[k] == run[k], (row, run)
+    for k in ("request_bytes", "count", "bytes", "ns"):
+        assert int(row[k]) == run[k], (k, row, run)
+    assert abs(float(row["MiB_per_s"]) - run["MiB_per_s"]) < 0.001, (row, run)
+PY
+grep -q "^Transfer of" "$work/simq.txt" || fail "human text not on stderr with --csv -"
+timeout 120 "$FP" bench --sparse "$work/img.simg" sim:size=1G,bw=45M,cmd_us=300 --buffer-blocks 100,16384 \
+  --json --csv "$work/study.csv" --plot "$work/study.svg" >"$work/study.json" 2>"$work/study.txt"
+grep -q "^pipelined: " "$work/study.txt" || fail "study text not on stderr with --json"
+python3 - "$work/study.json" "$work/study.csv" "$work/study.svg" "$work/img.simg" <<'PY'
+import csv, json, re, sys
+j = json.load(open(sys.argv[1]))
+assert j["target"].startswith("sim:size=1G,bw=45M,cmd_us=300"), j["target"]
+assert j["image"] == sys.argv[4] and j["image_size"] == 24 << 20, j
+assert j["raw_bytes"] == 10 << 20 and j["fill_bytes"] == 14 << 20 and j["skip_bytes"] == 0, j
+variants = [r["variant"] for r in j["results"]]
+assert variants == ["buffer 100 blocks", "buffer 16384 blocks", "pipelined"], variants
+assert [r["buffer_blocks"] for r in j["results"]] == [100, 16384, 0]
+assert [r["pipelined"] for r in j["results"]] == [False, False, True]
+assert min(r["x_fastest"] for r in j["results"]) == 1.0
+for r in j["results"]:
+    assert r["ns"] > 0 and r["requests"] > 0 and r["data_bytes"] == j["raw_bytes"] + j["fill_bytes"], r
+    assert abs(r["MB_per_s"] - r["data_bytes"] * 1e3 / r["ns"]) < 0.01, r
+rows = list(csv.DictReader(open(sys.argv[2], newline="")))
+assert [r["variant"] for r in rows] == variants, rows
+for row, r in zip(rows, j["results"]):
+    assert None not in row and row["target"] == j["target"], row
+    assert int(row["ns"]) == r["ns"] and int(row["requests"]) == r["requests"], (row, r)
+svg = open(sys.argv[3]).read()
+assert svg.startswith("<svg") and svg.rstrip().endswith("</svg>")
+assert len(re.findall(r'<rect class="bar"', svg)) == 3, svg
+for v in variants:
+    assert ">%s<" % v in svg, v
+PY
+# The text lines agree with the JSON.
+python3 - "$work/study.txt" "$work/study.json" <<'PY'
+import json, re, sys
+t = {m[1]: float(m[2]) for m in re.finditer(r"^(.+?): ([0-9.]+) s,", open(sys.argv[1]).read(), re.M)}
+for r in json.load(open(sys.argv[2]))["results"]:
+    assert abs(t[r["variant"]] - r["ns"] / 1e9) < 0.0006, (t, r)
+PY
+cp "$work/img.simg" "$work/img.keep"
+rc=0; "$FP" bench --sparse "$work/img.simg" sim:size=1G --csv "$work/img.simg" >/dev/null 2>"$work/e.txt" || rc=$?
+[ "$rc" -eq 2 ] && grep -q "an input is never an output" "$work/e.txt" || fail "--csv naming the image: rc $rc, $(cat "$work/e.txt")"
+cmp "$work/img.simg" "$work/img.keep" || fail "the image was touched"
+rc=0; "$FP" bench sim:size=1G --csv - --json >/dev/null 2>"$work/e.txt" || rc=$?
+[ "$rc" -eq 2 ] && grep -q "both write to -" "$work/e.txt" || fail "--csv - --json: rc $rc"
+
 echo "bench e2e: all passed"

@@ -40,6 +40,16 @@ for cmd in write serve bench img2simg simg2img append2simg resparse dump; do
   grep -q "Exit status: 0 done, 1 failed, 2 usage error" out || fail "$cmd --help does not state the exit codes"
 done
 ok "every command: usage error exits 2 with 'flashpipe CMD: error:', --help exits 0"
+for sub in dump make unpack; do
+  run 2 lp "$sub" --no-such-flag
+  grep -q "^flashpipe lp: error: " err || fail "lp $sub: usage error without prefix: $(cat err)"
+  run 0 lp "$sub" --help
+  grep -q "Usage: flashpipe lp $sub" out || fail "lp $sub --help: usage line does not say 'flashpipe lp $sub'"
+  grep -q "Exit status: 0 done, 1 failed, 2 usage error" out || fail "lp $sub --help does not state the exit codes"
+done
+run 2 lp no-such-subcommand
+run 2 lp
+ok "lp subcommands: the same usage errors and --help"
 run 2 no-such-command
 run 2
 ok "unknown or missing command exits 2"

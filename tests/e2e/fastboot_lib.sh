@@ -271,6 +271,31 @@ write_behind_check() {
   pass "--write-behind: split sparse and raw flashes == expected after getvar"
 }
 
+# The benchmark's write models with the real client: bounce:N (U-Boot's
+# sparse writer) leaves the same bytes as the engine, discard leaves none;
+# the older spellings --bounce-blocks N and --discard-writes still work.
+write_model_check() {
+  local flags
+  for flags in "--write-model bounce:100" "--bounce-blocks 16" "--write-model discard" "--discard-writes"; do
+    cp "$1" "$work/wm.img"
+    # shellcheck disable=SC2086
+    start_daemon --storage "$work/wm.img" --max-download-size 16M $flags
+    fb_ok -S 2M flash system "$work/ext4.simg"
+    fb_ok flash userdata "$work/raw3m"
+    if [[ $flags == *discard* ]]; then
+      cmp <(read_part "$work/wm.img" system) <(read_part "$1" system) || die "$flags: system was written"
+      cmp <(read_part "$work/wm.img" userdata) <(read_part "$1" userdata) || die "$flags: userdata was written"
+    else
+      cmp <(read_part "$work/wm.img" system 0 41943040) "$work/ext4.oracle" || die "$flags: split sparse ext4 differs"
+      cmp <(read_part "$work/wm.img" userdata 0 3145728) "$work/raw3m" || die "$flags: raw image differs"
+    fi
+    stop_daemon
+    check_guards "$work/wm.img" "$1"
+    pass "serve $flags: split sparse and raw flashes"
+  done
+  rm -f "$work/wm.img"
+}
+
 # --critical boot: flash and erase of boot_a/boot_b refused until
 # `fastboot flashing unlock_critical`, which survives a daemon restart.
 critical_check() {
@@ -336,6 +361,7 @@ main() {
   run_suite "$work/disk.img" "$work/snap.img"
   echo "== $TRANSPORT: write-behind, killed client$(declare -F transport_extra >/dev/null && echo ', both transports')"
   write_behind_check "$work/snap.img"
+  write_model_check "$work/snap.img"
   critical_check "$work/snap.img"
   killed_client_check
   if declare -F transport_extra >/dev/null; then transport_extra "$work/snap.img"; fi

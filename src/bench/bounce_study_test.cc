@@ -1,14 +1,13 @@
-#include "bench/bounce.h"
+#include "bench/bounce_study.h"
 
 #include <gtest/gtest.h>
-#include <stdlib.h>
-#include <unistd.h>
 
 #include <cstring>
 #include <deque>
 
 #include "bench/sim_queue.h"
 #include "testing/sparse_builder.h"
+#include "testing/temp_dir.h"
 
 namespace flashpipe::bench {
 namespace {
@@ -48,19 +47,20 @@ class MemoryQueue : public io::IoQueue {
   std::deque<uint64_t> pending_;
 };
 
-class TempImage {
- public:
-  explicit TempImage(const std::vector<uint8_t>& data) {
-    char name[] = "/tmp/bounce_test.XXXXXX";
-    int fd = mkstemp(name);
-    EXPECT_GE(fd, 0);
-    EXPECT_EQ(write(fd, data.data(), data.size()), ssize_t(data.size()));
-    close(fd);
-    path = name;
-  }
-  ~TempImage() { unlink(path.c_str()); }
-  std::string path;
+// The image in a file of its own, removed with its directory.
+struct TempImage {
+  explicit TempImage(const std::vector<uint8_t>& data) { testing::WriteFile(path, data); }
+  testing::TempDir dir;
+  std::string path = dir / "image.simg";
 };
+
+// A device of `size` bytes on `queue` (512-byte blocks, buffered), the image
+// written from byte `base`.
+io::Device Dev(io::IoQueue* queue, uint64_t size, uint64_t base = 0) {
+  io::Geometry g{.size = size, .logical_block = 512, .physical_block = 4096, .mem_align = 4096,
+                 .offset_align = 4096, .max_request = 1 << 20, .direct = false};
+  return io::Device{"mem", queue, g, base, size - base};
+}
 
 // 25 RAW blocks (100 KiB), 3 FILL, 2 DONT_CARE, 1 RAW, 4 zero FILL.
 testing::SparseBuilder Sample() {
@@ -69,7 +69,7 @@ testing::SparseBuilder Sample() {
   return b;
 }
 
-TEST(BounceTest, WritesLikeABootloaderThroughTheBuffer) {
+TEST(BounceStudyTest, WritesLikeABootloaderThroughTheBuffer) {
   auto b = Sample();
   TempImage img(b.Build());
   auto summary = SummarizeSparse(img.path);
@@ -86,7 +86,7 @@ TEST(BounceTest, WritesLikeABootloaderThroughTheBuffer) {
   ManualClock clock;
   StudyVariant v;
   v.buffer_blocks = 100;  // 51200 bytes of 512-byte blocks
-  auto r = RunBounce(img.path, *summary, v, &q, clock, base, 512, 4096);
+  auto r = RunVariant(img.path, *summary, v, Dev(&q, q.bytes.size(), base), {}, clock);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   const std::vector<std::pair<uint64_t, uint64_t>> want = {
       {base, 51200}, {base + 51200, 51200},  // RAW: two full buffers
@@ -105,7 +105,7 @@ TEST(BounceTest, WritesLikeABootloaderThroughTheBuffer) {
   EXPECT_EQ(q.bytes[base + 28 * 4096], 0xAA);  // DONT_CARE untouched
 }
 
-TEST(BounceTest, ChunkBufferWritesEachChunkOnce) {
+TEST(BounceStudyTest, ChunkBufferWritesEachChunkOnce) {
   auto b = Sample();
   TempImage img(b.Build());
   auto summary = SummarizeSparse(img.path);
@@ -114,15 +114,16 @@ TEST(BounceTest, ChunkBufferWritesEachChunkOnce) {
   ManualClock clock;
   StudyVariant v;
   v.chunk = true;
-  auto r = RunBounce(img.path, *summary, v, &q, clock, 0, 512, 4096);
+  auto r = RunVariant(img.path, *summary, v, Dev(&q, q.bytes.size()), {}, clock);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(q.writes.size(), 4u);
   EXPECT_EQ(q.writes[0], std::make_pair(uint64_t{0}, uint64_t{25 * 4096}));
 }
 
 // On the simulated eMMC with no host cost (ManualClock), a bounce run takes
-// exactly the sum of its requests' service times.
-TEST(BounceTest, SimTimeIsTheSumOfServiceTimes) {
+// exactly the sum of its requests' service times: 26 RAW blocks through a
+// 4 KiB buffer, and each FILL chunk in one request from the fill buffer.
+TEST(BounceStudyTest, SimTimeIsTheSumOfServiceTimes) {
   auto b = Sample();
   TempImage img(b.Build());
   auto summary = SummarizeSparse(img.path);
@@ -131,14 +132,15 @@ TEST(BounceTest, SimTimeIsTheSumOfServiceTimes) {
   ManualClock clock;
   SimQueue q(s, &clock, 1);
   StudyVariant v;
-  v.buffer_blocks = 8;  // 4 KiB: one request per block
-  auto r = RunBounce(img.path, *summary, v, &q, clock, 0, 512, 4096);
+  v.buffer_blocks = 8;  // 4 KiB: one request per RAW block
+  auto r = RunVariant(img.path, *summary, v, Dev(&q, s.size), {}, clock);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
-  EXPECT_EQ(r->requests, 33u);
-  EXPECT_EQ(r->ns, 33 * SimServiceNs(s, io::OpKind::kWrite, 4096));
+  EXPECT_EQ(r->requests, 28u);
+  EXPECT_EQ(r->ns, 26 * SimServiceNs(s, io::OpKind::kWrite, 4096) + SimServiceNs(s, io::OpKind::kWrite, 3 * 4096) +
+                       SimServiceNs(s, io::OpKind::kWrite, 4 * 4096));
 }
 
-TEST(BounceTest, PipelinedEngineBeatsSmallBuffersOnTheSim) {
+TEST(BounceStudyTest, PipelinedEngineBeatsSmallBuffersOnTheSim) {
   testing::SparseBuilder b(4096);
   b.RawBlocks(1024, 3).Fill(256, 0).RawBlocks(512, 4);  // 6 MiB
   TempImage img(b.Build());
@@ -149,13 +151,15 @@ TEST(BounceTest, PipelinedEngineBeatsSmallBuffersOnTheSim) {
   SimQueue q1(s, &clock, 1);
   StudyVariant v;
   v.buffer_blocks = 100;
-  auto bounce = RunBounce(img.path, *summary, v, &q1, clock, 0, 512, 4096);
+  auto bounce = RunVariant(img.path, *summary, v, Dev(&q1, s.size), {}, clock);
   ASSERT_TRUE(bounce.ok()) << bounce.status().ToString();
   SimQueue q4(s, &clock, 4);
   io::Device dev{"sim", &q4, SimGeometry(s), 0, summary->image_size};
   io::WriterOptions wo;
   wo.request_size = 1 << 20;
-  auto piped = RunPipelined(img.path, *summary, dev, wo, clock);
+  StudyVariant pv;
+  pv.pipelined = true;
+  auto piped = RunVariant(img.path, *summary, pv, dev, wo, clock);
   ASSERT_TRUE(piped.ok()) << piped.status().ToString();
   // 51200-byte requests pay 300 us each on top of the bytes; 1 MiB ones 1/20 as often.
   EXPECT_LT(piped->ns, bounce->ns);
@@ -164,7 +168,7 @@ TEST(BounceTest, PipelinedEngineBeatsSmallBuffersOnTheSim) {
   EXPECT_EQ(piped->data_bytes, bounce->data_bytes);
 }
 
-TEST(BounceTest, ParsesBufferBlocks) {
+TEST(BounceStudyTest, ParsesBufferBlocks) {
   auto v = ParseBufferBlocks("100,16384,chunk");
   ASSERT_TRUE(v.ok());
   ASSERT_EQ(v->size(), 3u);

@@ -1,0 +1,14 @@
+// JsonString: `s` as a JSON string literal, quoted, with '"', '\' and control
+// characters escaped ("\u000a"). Bytes of 0x80 and above pass through as they
+// are, so UTF-8 text stays readable. For the hand-built JSON of the
+// commands' --json output and of `--help-json`.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace flashpipe {
+
+std::string JsonString(std::string_view s);
+
+}  // namespace flashpipe
