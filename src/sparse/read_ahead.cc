@@ -83,45 +83,52 @@ uint64_t ReadAhead::cached_bytes() const {
   return cached_bytes_;
 }
 
-ReadAhead::Claim ReadAhead::ClaimLocked() {
-  while (!stop_ && !sources_done_) {
-    auto free = std::find_if(slots_.begin(), slots_.end(), [](const Slot& s) { return s.state == Slot::State::kFree; });
-    if (free == slots_.end()) return {};
-    if (range_ && range_->length == 0) range_.reset();
-    if (!range_) {
-      Result<std::optional<ByteRange>> next = ranges_();
-      if (!next.ok() || !next->has_value()) {
-        sources_done_ = true;
-        if (next.ok()) break;
-        free->state = Slot::State::kReady;
-        free->seq = next_claim_++;
-        free->range = 0;
-        free->want = free->got = 0;
-        free->status = next.status();
-        to_consumer_.notify_one();
-        break;
-      }
+// Makes range_ a range with bytes left to claim; false when there is none
+// (sources_done_ is set then, and a failed source's error takes `free`, in
+// the place of the piece that would have come next).
+bool ReadAhead::NextRangeLocked(Slot& free) {
+  if (range_ && range_->length > 0) return true;
+  range_.reset();
+  for (;;) {
+    Result<std::optional<ByteRange>> next = ranges_();
+    if (next.ok() && next->has_value() && (*next)->length == 0) continue;
+    if (next.ok() && next->has_value()) {
       range_ = **next;
       ++range_index_;
-      continue;
+      return true;
     }
-    // A range that starts off the O_DIRECT alignment gets a shorter first
-    // piece, so that the pieces after it are aligned.
-    size_t room = free->buf.size() - (stream_ ? 0 : static_cast<size_t>(range_->offset % kDirectAlign));
-    size_t want = static_cast<size_t>(std::min<uint64_t>(range_->length, room));
-    free->state = Slot::State::kReading;
-    free->seq = next_claim_++;
-    free->range = range_index_;
-    free->offset = range_->offset;
-    free->want = want;
-    free->got = 0;
-    free->status = Status::Ok();
-    range_->offset += want;
-    range_->length -= want;
-    return {&*free, false};
+    sources_done_ = true;
+    if (!next.ok()) {
+      free.state = Slot::State::kReady;
+      free.seq = next_claim_++;
+      free.want = free.got = 0;
+      free.status = next.status();
+    }
+    return false;
   }
-  to_consumer_.notify_one();
-  return {nullptr, true};
+}
+
+ReadAhead::Claim ReadAhead::ClaimLocked() {
+  auto free = std::find_if(slots_.begin(), slots_.end(), [](const Slot& s) { return s.state == Slot::State::kFree; });
+  if (!stop_ && !sources_done_ && free == slots_.end()) return {};  // wait for the consumer
+  if (stop_ || sources_done_ || !NextRangeLocked(*free)) {
+    to_consumer_.notify_one();
+    return {nullptr, true};
+  }
+  // A range that starts off the O_DIRECT alignment gets a shorter first
+  // piece, so that the pieces after it are aligned.
+  size_t room = free->buf.size() - (stream_ ? 0 : static_cast<size_t>(range_->offset % kDirectAlign));
+  size_t want = static_cast<size_t>(std::min<uint64_t>(range_->length, room));
+  free->state = Slot::State::kReading;
+  free->seq = next_claim_++;
+  free->range = range_index_;
+  free->offset = range_->offset;
+  free->want = want;
+  free->got = 0;
+  free->status = Status::Ok();
+  range_->offset += want;
+  range_->length -= want;
+  return {&*free, false};
 }
 
 void ReadAhead::Run() {

@@ -118,6 +118,7 @@ class ReadAhead {
   ReadAhead(int fd, std::string name, RangeSource ranges, bool stream, ReadAheadOptions options);
   void Run();
   Claim ClaimLocked();
+  bool NextRangeLocked(Slot& free);
   void Read(Slot& slot);
   Status ReadStream(Slot& slot);
   Status ReadFile(Slot& slot);
