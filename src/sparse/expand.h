@@ -9,7 +9,9 @@
 //   kDevice  a block device, written in place: DONT_CARE leaves what is there.
 //   kStream  a pipe or terminal: strictly sequential, DONT_CARE as zeros.
 // Finish() waits until everything is written and returns the first write
-// error (a write error also fails the event that finds it).
+// error (a write error also fails the event that finds it); call it before
+// the output is committed. A sink destroyed without Finish still writes what
+// was queued, but its error is lost.
 // ExpandToPath lays several sparse images over each other in order, as the
 // AOSP simg2img does with fastboot's split parts. Before anything is created
 // it opens every input, refuses an output that is one of them, checks every

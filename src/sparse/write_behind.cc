@@ -53,12 +53,7 @@ WriteBehind::WriteBehind(int fd, std::string name, Mode mode, WriteBehindOptions
 }
 
 WriteBehind::~WriteBehind() {
-  {
-    std::lock_guard lock(mu_);
-    stop_ = true;
-  }
-  to_writer_.notify_all();
-  if (thread_.joinable()) thread_.join();
+  if (thread_.joinable()) (void)Finish();  // what was queued is written, as a synchronous writer would have
 }
 
 uint64_t WriteBehind::direct_bytes() const {
@@ -174,8 +169,8 @@ Status WriteBehind::Finish() {
 void WriteBehind::Run() {
   std::unique_lock lock(mu_);
   for (;;) {
-    to_writer_.wait(lock, [&] { return stop_ || closing_ || !queue_.empty(); });
-    if (stop_ || queue_.empty()) return;  // closing_ with nothing left: done
+    to_writer_.wait(lock, [&] { return closing_ || !queue_.empty(); });
+    if (queue_.empty()) return;  // closing_ with nothing left: done
     Buffer* b = queue_.front();
     queue_.pop_front();
     bool failed = !error_.ok();
@@ -195,8 +190,6 @@ Status WriteBehind::WriteBuffer(const Buffer& b) {
     } else {
       FP_RETURN_IF_ERROR(WriteSegment(b.mem.data() + s.at, s.length, s.offset));
     }
-    std::lock_guard lock(mu_);
-    if (stop_) return Cancelled(fmt::format("{}: writing stopped", name_));
   }
   return Status::Ok();
 }

@@ -25,8 +25,9 @@
 // byte offset, "write out.img at byte 0x1000: No space left on device")
 // stops it; every later Write/Fill/Zero and Finish returns it. Nothing is
 // ever reported written that was not. Durability is the caller's: fsync after
-// Finish. Destroying a WriteBehind without Finish stops the thread after its
-// current write; what was queued may or may not have been written.
+// Finish. Destroying a WriteBehind without Finish still writes what was
+// queued (as a synchronous writer would have written it already), but its
+// error is lost: call Finish.
 // Memory: buffers * buffer_size, allocated once. One producer thread.
 #pragma once
 
@@ -60,7 +61,7 @@ class WriteBehind {
 
   // Does not own `fd`, which must outlive the WriteBehind. `name` is for messages.
   WriteBehind(int fd, std::string name, Mode mode, WriteBehindOptions options = {});
-  ~WriteBehind();
+  ~WriteBehind();  // Finish(), its error dropped
   WriteBehind(const WriteBehind&) = delete;
   WriteBehind& operator=(const WriteBehind&) = delete;
 
@@ -119,7 +120,6 @@ class WriteBehind {
   std::deque<Buffer*> queue_;
   Status error_;
   bool closing_ = false;  // Finish: write what is queued, then end
-  bool stop_ = false;     // destructor: end now
   uint64_t direct_bytes_ = 0, buffered_bytes_ = 0;
 
   // Writer thread only.
