@@ -16,6 +16,8 @@ int RunDump(int argc, char** argv);
 int RunWrite(int argc, char** argv);
 int RunServe(int argc, char** argv);
 int RunBench(int argc, char** argv);
+int RunRead(int argc, char** argv);
+int RunBmap(int argc, char** argv);
 int RunLp(int argc, char** argv);
 
 // The one place a Status becomes an exit status: prints
