@@ -24,4 +24,8 @@ int RunLp(int argc, char** argv);
 // "flashpipe <command>: error: <status>" to stderr, returns 1 (0 when OK).
 int ExitWith(const char* command, const Status& status);
 
+// Flushes stdout and reports whether everything printed on it arrived
+// ("write stdout: No space left on device" for `> /dev/full`).
+Status FlushStdout();
+
 }  // namespace flashpipe::tools

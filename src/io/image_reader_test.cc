@@ -9,9 +9,10 @@
 
 #include <algorithm>
 
-#include "io/io_test_util.h"
 #include "testing/fault_queue.h"
+#include "testing/image_events.h"
 #include "testing/reorder_queue.h"
+#include "testing/temp_dir.h"
 
 namespace flashpipe::io {
 namespace {
@@ -50,10 +51,10 @@ class ReaderTest : public ::testing::TestWithParam<Backend> {
   // A file of `size` random bytes with holes punched where `holes` says.
   void MakeFile(uint64_t size, const std::vector<std::pair<uint64_t, uint64_t>>& holes) {
     std::mt19937_64 rng(5);
-    content_ = test::RandomBytes(rng, size);
+    content_ = testing::RandomBytes(rng, size);
     for (auto [off, len] : holes) std::fill_n(content_.begin() + off, len, 0);
     path_ = dir_.File("src.img");
-    test::WriteAll(path_, content_);
+    testing::WriteFile(path_, content_);
     int fd = open(path_.c_str(), O_RDWR);
     for (auto [off, len] : holes)
       ASSERT_EQ(fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, off, len), 0);
@@ -65,7 +66,7 @@ class ReaderTest : public ::testing::TestWithParam<Backend> {
     ASSERT_TRUE(q.ok()) << q.status().ToString();
     queue_ = std::move(*q);
   }
-  test::TempDir dir_;
+  testing::TempDir dir_;
   std::string path_;
   std::vector<uint8_t> content_;
   std::unique_ptr<Target> target_;
@@ -125,14 +126,14 @@ class ReaderQueueTest : public ::testing::Test {
  protected:
   void SetUp() override {
     std::mt19937_64 rng(9);
-    content_ = test::RandomBytes(rng, 16 << 20);
+    content_ = testing::RandomBytes(rng, 16 << 20);
     path_ = dir_.File("src.img");
-    test::WriteAll(path_, content_);
+    testing::WriteFile(path_, content_);
     auto t = Target::Open(path_, {.read_only = true});
     ASSERT_TRUE(t.ok());
     target_ = std::move(*t);
   }
-  test::TempDir dir_;
+  testing::TempDir dir_;
   std::string path_;
   std::vector<uint8_t> content_;
   std::unique_ptr<Target> target_;

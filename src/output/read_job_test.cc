@@ -38,7 +38,7 @@ std::vector<uint8_t> Decompress(input::ImageKind kind, const std::string& path) 
   UniqueFd fd(::open(path.c_str(), O_RDONLY));
   auto r = input::DecompressReader::Start(kind, input::FdReader::Own(std::move(fd), path));
   std::vector<uint8_t> out(64 << 20);
-  auto n = input::ReadFull(**r, out);
+  auto n = (*r)->ReadUpTo(out);
   out.resize(n.ok() ? *n : 0);
   return out;
 }

@@ -185,7 +185,7 @@ Status VerifyCompressed(Comparer& c, const VerifyTarget& t) {
   std::vector<uint8_t> buf(1 << 20);
   uint64_t at = 0;
   for (;;) {
-    FP_ASSIGN_OR_RETURN(size_t n, input::ReadFull(*reader, buf));
+    FP_ASSIGN_OR_RETURN(size_t n, reader->ReadUpTo(buf));
     if (n == 0) break;
     FP_RETURN_IF_ERROR(c.OnRaw(at, {buf.data(), n}));
     at += n;
