@@ -5,7 +5,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
+
+#include "base/fd_io.h"
 
 namespace flashpipe::fastboot {
 
@@ -72,45 +75,69 @@ uint16_t LocalPort(int fd) {
   return ntohs(reinterpret_cast<sockaddr_in6*>(&ss)->sin6_port);
 }
 
-Result<bool> WaitReadable(int fd, std::chrono::milliseconds timeout) {
-  pollfd p{fd, POLLIN, 0};
-  int ms = timeout.count() > 0 ? static_cast<int>(timeout.count()) : -1;
+std::string LocalAddress(int fd) {
+  sockaddr_storage ss{};
+  socklen_t len = sizeof ss;
+  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len) != 0) return "?";
+  return FormatAddress(ss);
+}
+
+Status WaitReadable(int fd, std::chrono::milliseconds idle, Deadline deadline) {
+  using Clock = std::chrono::steady_clock;
+  auto start = Clock::now();
+  auto idle_end = idle.count() > 0 ? start + idle : kNoDeadline;
+  auto end = std::min(idle_end, deadline);
   for (;;) {
-    int r = ::poll(&p, 1, ms);
-    if (r < 0 && errno == EINTR) continue;
+    auto now = Clock::now();
+    if (now >= deadline) return TimedOut("deadline passed");
+    if (now >= idle_end) return Cancelled(fmt::format("no data for {} ms", idle.count()));
+    int ms = -1;
+    if (end != kNoDeadline) {
+      auto left = std::chrono::ceil<std::chrono::milliseconds>(end - now).count();
+      ms = static_cast<int>(std::min<int64_t>(left, 1 << 30));
+    }
+    pollfd p{fd, POLLIN, 0};
+    int r = RetryOnEintr([&] { return ::poll(&p, 1, ms); });
     if (r < 0) return ErrnoError("poll");
-    return r > 0;
+    if (r > 0) return Status::Ok();
   }
 }
 
-Status ReadFull(int fd, std::span<uint8_t> out, std::chrono::milliseconds timeout, bool eof_ok) {
+Result<size_t> RecvSome(int fd, std::span<uint8_t> out, std::chrono::milliseconds idle, Deadline deadline) {
+  FP_RETURN_IF_ERROR(WaitReadable(fd, idle, deadline));
+  ssize_t n = RetryOnEintr([&] { return ::recv(fd, out.data(), out.size(), 0); });
+  if (n < 0) return ErrnoError("recv");
+  if (n == 0) return Cancelled("connection closed");
+  return static_cast<size_t>(n);
+}
+
+Status RecvExact(int fd, std::span<uint8_t> out, std::chrono::milliseconds idle, bool eof_ok, Deadline deadline) {
   size_t done = 0;
   while (done < out.size()) {
-    if (timeout.count() > 0) {
-      FP_ASSIGN_OR_RETURN(bool ready, WaitReadable(fd, timeout));
-      if (!ready) return Cancelled(fmt::format("no data for {} ms", timeout.count()));
+    auto n = RecvSome(fd, out.subspan(done), idle, deadline);
+    if (!n.ok() && n.status().code() == Code::kCancelled && (done > 0 || !eof_ok)) {
+      return n.status().WithContext(fmt::format("after {} of {} bytes", done, out.size()));
     }
-    ssize_t n = ::recv(fd, out.data() + done, out.size() - done, 0);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return ErrnoError("recv");
-    if (n == 0) {
-      if (done == 0 && eof_ok) return Cancelled("connection closed");
-      return Cancelled(fmt::format("connection closed after {} of {} bytes", done, out.size()));
-    }
-    done += static_cast<size_t>(n);
+    if (!n.ok()) return n.status();
+    done += *n;
   }
   return Status::Ok();
 }
 
-Status WriteFull(int fd, std::span<const uint8_t> data) {
+Status SendAll(int fd, std::span<const uint8_t> data) {
   size_t done = 0;
   while (done < data.size()) {
-    ssize_t n = ::send(fd, data.data() + done, data.size() - done, MSG_NOSIGNAL);
-    if (n < 0 && errno == EINTR) continue;
+    ssize_t n = RetryOnEintr([&] { return ::send(fd, data.data() + done, data.size() - done, MSG_NOSIGNAL); });
     if (n < 0) return ErrnoError("send");
     done += static_cast<size_t>(n);
   }
   return Status::Ok();
+}
+
+bool PeerClosed(int fd) {
+  pollfd p{fd, POLLRDHUP, 0};
+  int r = RetryOnEintr([&] { return ::poll(&p, 1, 0); });
+  return r > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
 }
 
 }  // namespace flashpipe::fastboot

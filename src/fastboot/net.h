@@ -1,4 +1,7 @@
-// Small socket helpers shared by the TCP and UDP servers.
+// Small socket helpers shared by the TCP and UDP servers. The waits take two
+// limits: `idle`, the longest silence allowed (0 = none), which ends with
+// kCancelled (the peer is taken to be gone), and `deadline`, an absolute
+// time (a session or download limit), which ends with kTimedOut.
 #pragma once
 
 #include <netinet/in.h>
@@ -14,18 +17,32 @@
 
 namespace flashpipe::fastboot {
 
+using Deadline = std::chrono::steady_clock::time_point;
+inline constexpr Deadline kNoDeadline = Deadline::max();
+
 // "127.0.0.1:5554", "[::1]:5554", ":5554" (loopback), "0.0.0.0:0".
 Result<sockaddr_storage> ParseHostPort(std::string_view text, socklen_t* len);
 std::string FormatAddress(const sockaddr_storage& addr);
 // A bound socket (SOCK_STREAM listening, or SOCK_DGRAM).
 Result<UniqueFd> BindSocket(std::string_view host_port, int type);
 uint16_t LocalPort(int fd);
+// The address a socket is bound to, as FormatAddress writes it.
+std::string LocalAddress(int fd);
 
-// Reads exactly out.size() bytes. kCancelled on EOF before the first byte
-// when eof_ok, kIoError otherwise; kCancelled on timeout (0 = none).
-Status ReadFull(int fd, std::span<uint8_t> out, std::chrono::milliseconds timeout, bool eof_ok);
-// Waits until fd is readable: false on timeout.
-Result<bool> WaitReadable(int fd, std::chrono::milliseconds timeout);
-Status WriteFull(int fd, std::span<const uint8_t> data);
+// Waits until fd is readable.
+Status WaitReadable(int fd, std::chrono::milliseconds idle, Deadline deadline = kNoDeadline);
+// recv(2) of 1..out.size() bytes once fd is readable; kCancelled at end of
+// stream.
+Result<size_t> RecvSome(int fd, std::span<uint8_t> out, std::chrono::milliseconds idle,
+                        Deadline deadline = kNoDeadline);
+// Exactly out.size() bytes. An end of stream before the first byte is
+// "connection closed" when eof_ok (a client leaving between messages).
+Status RecvExact(int fd, std::span<uint8_t> out, std::chrono::milliseconds idle, bool eof_ok,
+                 Deadline deadline = kNoDeadline);
+// send(2) with MSG_NOSIGNAL until every byte is sent.
+Status SendAll(int fd, std::span<const uint8_t> data);
+// Whether the peer of a connected stream socket has closed or reset it
+// (without waiting).
+bool PeerClosed(int fd);
 
 }  // namespace flashpipe::fastboot

@@ -5,10 +5,11 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-#include <cstdio>
 #include <cstring>
 
 #include "base/endian.h"
+#include "base/fd_io.h"
+#include "base/log.h"
 #include "fastboot/net.h"
 #include "fastboot/protocol.h"
 #include "fastboot/session.h"
@@ -32,14 +33,26 @@ constexpr auto kDeadAfter = std::chrono::seconds(10);
 UdpChannel::UdpChannel(std::string peer, size_t inbound_limit, int wake_fd)
     : peer_(std::move(peer)), inbound_limit_(inbound_limit), wake_fd_(wake_fd) {}
 
+// Waits (lock held) until there is inbound data or the channel is closed;
+// false when the session's deadline passed first.
+bool UdpChannel::WaitInbound(std::unique_lock<std::mutex>& lock) {
+  auto ready = [this] { return !inbound_.empty() || closed_; };
+  if (deadline() == Deadline::max()) {
+    cv_.wait(lock, ready);
+    return true;
+  }
+  return cv_.wait_until(lock, deadline(), ready);
+}
+
 Result<std::string> UdpChannel::ReadCommand(size_t max_size) {
   std::unique_lock lock(mu_);
   std::string msg;
   size_t total = 0;
   for (;;) {
     waiting_for_command_ = total == 0;
-    cv_.wait(lock, [this] { return !inbound_.empty() || closed_; });
+    bool in_time = WaitInbound(lock);
     waiting_for_command_ = false;
+    if (!in_time) return TimedOut("deadline passed");
     if (inbound_.empty()) return Cancelled("udp client gone");
     Chunk& c = inbound_.front();
     size_t n = c.bytes.size() - head_offset_;
@@ -58,7 +71,7 @@ Result<std::string> UdpChannel::ReadCommand(size_t max_size) {
 
 Result<size_t> UdpChannel::ReadData(std::span<uint8_t> out) {
   std::unique_lock lock(mu_);
-  cv_.wait(lock, [this] { return !inbound_.empty() || closed_; });
+  if (!WaitInbound(lock)) return TimedOut("deadline passed");
   if (inbound_.empty()) return Cancelled("udp client gone in the data phase");
   Chunk& c = inbound_.front();
   size_t n = std::min(out.size(), c.bytes.size() - head_offset_);
@@ -100,9 +113,10 @@ std::optional<std::string> UdpChannel::TakeOutbound() {
   return m;
 }
 
-void UdpChannel::Close() {
+void UdpChannel::Close(bool resumable) {
   {
     std::lock_guard lock(mu_);
+    if (!closed_) resumable_ = resumable;
     closed_ = true;
   }
   cv_.notify_all();
@@ -112,6 +126,11 @@ void UdpChannel::Close() {
 bool UdpChannel::closed() const {
   std::lock_guard lock(mu_);
   return closed_;
+}
+
+bool UdpChannel::resumable() const {
+  std::lock_guard lock(mu_);
+  return closed_ && resumable_;
 }
 
 bool UdpChannel::idle() const {
@@ -184,6 +203,8 @@ UdpServer::~UdpServer() {
 
 uint16_t UdpServer::port() const { return LocalPort(fd_.get()); }
 
+std::string UdpServer::address() const { return LocalAddress(fd_.get()); }
+
 void UdpServer::Start() {
   packet_thread_ = std::thread([this] { PacketLoop(); });
   session_thread_ = std::thread([this] { SessionLoop(); });
@@ -204,10 +225,9 @@ void UdpServer::SessionLoop() {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
     if (acquired) {
-      std::fprintf(stderr, "serve: %s: session start\n", ch->peer().c_str());
+      log::Info("{}: session start", ch->peer());
       Status st = Session(device_, ch.get()).Run();
-      std::fprintf(stderr, "serve: %s: session end%s%s\n", ch->peer().c_str(), st.ok() ? "" : ": ",
-                   st.ok() ? "" : st.ToString().c_str());
+      log::Info("{}: session end{}{}", ch->peer(), st.ok() ? "" : ": ", st.ok() ? "" : st.ToString());
     }
     ch->Close();
     if (acquired) device_->Release();
@@ -218,8 +238,8 @@ void UdpServer::PacketLoop() {
   std::vector<uint8_t> buf(65536);
   while (!stop_) {
     pollfd fds[2] = {{fd_.get(), POLLIN, 0}, {wake_fd_.get(), POLLIN, 0}};
-    int r = ::poll(fds, 2, 100);
-    if (r < 0 && errno != EINTR) break;
+    int r = RetryOnEintr([&] { return ::poll(fds, 2, 100); });
+    if (r < 0) break;
     if (fds[1].revents & POLLIN) {
       uint64_t v;
       (void)!::read(wake_fd_.get(), &v, sizeof v);
@@ -237,9 +257,10 @@ void UdpServer::PacketLoop() {
     std::lock_guard lock(mu_);
     if (channel_ && !channel_->closed()) {
       bool idle = channel_->idle() && !poll_pending_;
-      if ((idle && now - last_heard_.load() > options_.stale_after) || (!idle && now - last_heard_.load() > kDeadAfter)) {
-        channel_->Close();  // ends the session; the device is free for others
-      }
+      // Either ends the session and frees the device for others; a client
+      // that was only quiet between commands may carry on (HandleFastboot).
+      if (idle && now - last_heard_.load() > options_.stale_after) channel_->Close(/*resumable=*/true);
+      if (!idle && now - last_heard_.load() > kDeadAfter) channel_->Close();
     }
   }
 }
@@ -324,7 +345,7 @@ void UdpServer::HandleInit(const Peer& from, uint16_t seq, std::span<const uint8
   std::lock_guard lock(mu_);
   if (!CanTakeOver(from)) {
     std::string owner = device_->owner();
-    std::fprintf(stderr, "serve: udp %s refused: busy (%s)\n", FormatAddress(from.addr).c_str(), owner.c_str());
+    log::Info("udp {} refused: busy ({})", FormatAddress(from.addr), owner);
     return SendTo(from, udp::kIdError, seq, fmt::format("busy: another session is active ({})", owner), false);
   }
   if (channel_) channel_->Close();
@@ -355,9 +376,14 @@ void UdpServer::HandleFastboot(const Peer& from, uint8_t flags, uint16_t seq, st
   {
     std::lock_guard lock(mu_);
     if (channel_->closed() && !payload.empty()) {
-      // The session ended while the client was quiet (e.g. resparsing the
-      // next part): carry on in a new one; the device keeps the download.
-      // A poll instead still collects what the ended session said last.
+      // The session ended while the client was quiet between commands
+      // (e.g. resparsing the next part): carry on in a new session, which
+      // starts without a download like any other. A session that ended
+      // for another reason (a reboot, its time limit) stays ended. A poll
+      // instead still collects what the ended session said last.
+      if (!channel_->resumable()) {
+        return SendTo(from, udp::kIdError, seq, "session ended: send init to start a new one", false);
+      }
       if (!CanTakeOver(from)) {
         return SendTo(from, udp::kIdError, seq, fmt::format("busy: another session is active ({})", device_->owner()), false);
       }

@@ -63,12 +63,16 @@ class UdpChannel : public StreamTransport {
   Result<size_t> ReadData(std::span<uint8_t> out) override;
   Status Send(std::string_view message) override;
   std::string peer() const override { return "udp " + peer_; }
+  bool ClientGone() override { return closed(); }
 
   // Server side. PushInbound blocks while the inbound queue is over its limit.
   void PushInbound(std::span<const uint8_t> bytes, bool end_of_message);
   std::optional<std::string> TakeOutbound();
-  void Close();
+  // Ends the session. resumable: the client was only quiet between
+  // commands, and its next command may start a new session.
+  void Close(bool resumable = false);
   bool closed() const;
+  bool resumable() const;
   // True while the session waits for a command with nothing queued either way.
   bool idle() const;
 
@@ -77,6 +81,8 @@ class UdpChannel : public StreamTransport {
     std::vector<uint8_t> bytes;
     bool end_of_message;
   };
+  bool WaitInbound(std::unique_lock<std::mutex>& lock);
+
   std::string peer_;
   size_t inbound_limit_;
   int wake_fd_;
@@ -87,6 +93,7 @@ class UdpChannel : public StreamTransport {
   size_t head_offset_ = 0;  // bytes of inbound_.front() already read
   std::deque<std::string> outbound_;
   bool closed_ = false;
+  bool resumable_ = false;
   bool waiting_for_command_ = false;
 };
 
@@ -106,6 +113,8 @@ class UdpServer {
                                                  UdpOptions options = {});
   ~UdpServer();
   uint16_t port() const;
+  // "127.0.0.1:5554": the address it is bound to.
+  std::string address() const;
   void Start();
 
   // Tests and the fuzzer: no socket; packets go in through InjectPacket (on
