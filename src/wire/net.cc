@@ -1,4 +1,4 @@
-#include "fastboot/net.h"
+#include "wire/net.h"
 
 #include <arpa/inet.h>
 #include <poll.h>
@@ -10,7 +10,7 @@
 
 #include "base/fd_io.h"
 
-namespace flashpipe::fastboot {
+namespace flashpipe::wire {
 
 Result<sockaddr_storage> ParseHostPort(std::string_view text, socklen_t* len) {
   size_t colon = text.rfind(':');
@@ -140,4 +140,4 @@ bool PeerClosed(int fd) {
   return r > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
 }
 
-}  // namespace flashpipe::fastboot
+}  // namespace flashpipe::wire

@@ -1,10 +1,8 @@
-#include "fastboot/protocol.h"
+#include "wire/protocol.h"
 
 #include <gtest/gtest.h>
 
-#include "fastboot/storage.h"
-
-namespace flashpipe::fastboot {
+namespace flashpipe::wire {
 namespace {
 
 TEST(ProtocolTest, ParseCommandSplitsAtColonOrSpace) {
@@ -62,24 +60,5 @@ TEST(ProtocolTest, SplitForInfo) {
   EXPECT_EQ(pieces[2].size(), 10u);
 }
 
-TEST(PartitionSpecTest, Parses) {
-  auto s = ParsePartitionSpec("boot_a=/dev/loop0:1M:64M");
-  ASSERT_TRUE(s.ok()) << s.status().ToString();
-  EXPECT_EQ(s->name, "boot_a");
-  EXPECT_EQ(s->path, "/dev/loop0");
-  EXPECT_EQ(s->offset, 1u << 20);
-  EXPECT_EQ(s->size, 64u << 20);
-  EXPECT_TRUE(s->ranged);
-  s = ParsePartitionSpec("misc=/tmp/a:b.img");
-  ASSERT_TRUE(s.ok());
-  EXPECT_EQ(s->path, "/tmp/a:b.img");
-  EXPECT_FALSE(s->ranged);
-  EXPECT_FALSE(ParsePartitionSpec("noequals").ok());
-  EXPECT_FALSE(ParsePartitionSpec("=x").ok());
-  EXPECT_FALSE(ParsePartitionSpec("a:b=x").ok());
-  EXPECT_FALSE(ParsePartitionSpec("a=x:0:0").ok());
-  EXPECT_FALSE(ParsePartitionSpec("a=").ok());
-}
-
 }  // namespace
-}  // namespace flashpipe::fastboot
+}  // namespace flashpipe::wire

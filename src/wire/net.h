@@ -15,7 +15,7 @@
 #include "base/status.h"
 #include "base/unique_fd.h"
 
-namespace flashpipe::fastboot {
+namespace flashpipe::wire {
 
 using Deadline = std::chrono::steady_clock::time_point;
 inline constexpr Deadline kNoDeadline = Deadline::max();
@@ -45,4 +45,4 @@ Status SendAll(int fd, std::span<const uint8_t> data);
 // (without waiting).
 bool PeerClosed(int fd);
 
-}  // namespace flashpipe::fastboot
+}  // namespace flashpipe::wire

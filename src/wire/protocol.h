@@ -17,7 +17,7 @@
 
 #include "base/status.h"
 
-namespace flashpipe::fastboot {
+namespace flashpipe::wire {
 
 inline constexpr size_t kMaxCommand = 64;
 inline constexpr size_t kMaxResponse = 64;
@@ -51,4 +51,4 @@ Result<uint32_t> ParseDownloadSize(std::string_view arg);
 // Splits a long message into pieces of at most kMaxMessage bytes.
 std::vector<std::string> SplitForInfo(std::string_view message);
 
-}  // namespace flashpipe::fastboot
+}  // namespace flashpipe::wire

@@ -1,8 +1,8 @@
-#include "fastboot/protocol.h"
+#include "wire/protocol.h"
 
 #include <fmt/format.h>
 
-namespace flashpipe::fastboot {
+namespace flashpipe::wire {
 namespace {
 
 bool Printable(char c) { return c >= 0x20 && c < 0x7f; }
@@ -72,4 +72,4 @@ std::vector<std::string> SplitForInfo(std::string_view message) {
   return out;
 }
 
-}  // namespace flashpipe::fastboot
+}  // namespace flashpipe::wire
