@@ -60,5 +60,28 @@ TEST(ProtocolTest, SplitForInfo) {
   EXPECT_EQ(pieces[2].size(), 10u);
 }
 
+TEST(ProtocolTest, ResponsesParseAsTheHostReadsThem) {
+  using Kind = Response::Kind;
+  auto r = ParseResponse("OKAY0.4");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->kind, Kind::kOkay);
+  EXPECT_EQ(r->message, "0.4");
+  EXPECT_TRUE(r->final());
+  EXPECT_EQ(ParseResponse("OKAY")->message, "");
+  EXPECT_EQ(ParseResponse("FAILdevice is locked")->kind, Kind::kFail);
+  EXPECT_FALSE(ParseResponse("INFOwriting")->final());
+  EXPECT_FALSE(ParseResponse("TEXTpart")->final());
+  r = ParseResponse("DATA0000abcd");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->data_size, 0xabcdu);
+  EXPECT_EQ(ParseResponse("DATA00001").status().message(),
+            "response 'DATA00001': download size '00001' is not 8 hex digits");
+  EXPECT_EQ(ParseResponse("OKA").status().message(), "response 'OKA' is not OKAY, FAIL, INFO, TEXT or DATA");
+  EXPECT_EQ(ParseResponse(std::string("NOPE\x01", 5)).status().message(),
+            "response 'NOPE?' is not OKAY, FAIL, INFO, TEXT or DATA");
+  EXPECT_EQ(DownloadCommand(0x1234), "download:00001234");
+  EXPECT_EQ(ParseResponse(Data(77))->data_size, 77u);
+}
+
 }  // namespace
 }  // namespace flashpipe::wire
