@@ -25,7 +25,10 @@ class PartOut {
     stage_.insert(stage_.end(), bytes.begin(), bytes.end());
     return stage_.size() >= kStageLimit ? Flush() : Status::Ok();
   }
+  // Small payloads (a fragmented image) are copied into the stage, so that
+  // a send carries at least kStageLimit bytes; large ones go as they are.
   Status Payload(std::span<const uint8_t> bytes) {
+    if (bytes.size() < kStageLimit) return Stage(bytes);
     FP_RETURN_IF_ERROR(Count(bytes.size()));
     std::array<std::span<const uint8_t>, 2> pieces{std::span<const uint8_t>(stage_), bytes};
     auto list = stage_.empty() ? std::span(pieces).subspan(1) : std::span(pieces);

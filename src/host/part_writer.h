@@ -1,7 +1,7 @@
 // WritePart: the bytes of one planned part (part_plan.h), produced from the
 // records and the payload stream and handed to a DataOut as gather lists:
-// headers staged in a small buffer, RAW payload passed as the payload
-// source's own memory (no copy here). Exactly part.bytes bytes come out, or
+// headers and small payloads staged in a 64 KiB buffer, larger RAW payload
+// passed as the payload source's own memory (no copy here). Exactly part.bytes bytes come out, or
 // an error: a part whose records do not add up to its plan is never sent
 // short or long.
 #pragma once
