@@ -41,10 +41,18 @@ int DeviceSession::SlotCount() {
   return n;
 }
 
-Result<std::vector<std::string>> DeviceSession::Partitions(const std::string& part, const std::string& slot) {
+void DeviceSession::Forget() {
+  max_download_.reset();
+  current_slot_.reset();
+  slot_count_.reset();
+}
+
+Result<std::vector<std::string>> DeviceSession::Partitions(const std::string& part, const std::string& slot,
+                                                           bool* has_slot) {
   auto has = client_.GetVar("has-slot:" + part);
   if (!has.ok() && !client_.refused()) return has.status();
   bool slotted = has.ok() && *has == "yes";
+  if (has_slot != nullptr) *has_slot = slotted;
   if (!slotted) return std::vector<std::string>{part};
   if (slot == "all") {
     std::vector<std::string> names;

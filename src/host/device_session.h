@@ -57,7 +57,13 @@ class DeviceSession {
   // The names `part` stands for: with has-slot:PART yes, PART_<slot> (the
   // current slot when `slot` is empty, both for "all", the other one for
   // "other"), else PART (with a warning line when a slot was forced).
-  Result<std::vector<std::string>> Partitions(const std::string& part, const std::string& slot);
+  // `slotted` (optional) tells whether has-slot said yes.
+  Result<std::vector<std::string>> Partitions(const std::string& part, const std::string& slot,
+                                              bool* slotted = nullptr);
+  // -S SIZE: parts no larger than this, and max-download-size not asked.
+  void set_max_download_override(uint64_t bytes) { max_download_ = bytes; }
+  // Forget cached variables (after a reboot into another fastboot).
+  void Forget();
   Result<bool> IsLogical(const std::string& partition);
 
   // Sends the image `cursor` reads to `partition` and flashes it.
