@@ -31,9 +31,11 @@ void AddFlags(CLI::App& app, Flags& f) {
   app.add_option("PARTITION=IMAGE", f.steps, "what to flash, in order (IMAGE: raw, sparse, gzip/xz/zstd/bzip2/lz4, - for stdin)")
       ->required();
   app.add_option("-s,--device", f.devices,
-                 "a device: USB serial, usb:PATH, tcp:HOST[:PORT] or udp:HOST[:PORT] (repeat for more)");
+                 "a device: USB serial, usb:PATH, tcp:HOST[:PORT] or udp:HOST[:PORT] (repeat for more)")
+      ->allow_extra_args(false);  // one value per -s: the steps follow
   app.add_flag("--all", f.all, "every fastboot USB device present");
-  app.add_option("--bmap", f.bmaps, "PARTITION=FILE: a bmaptool map for that partition's raw image (unmapped: not sent)");
+  app.add_option("--bmap", f.bmaps, "PARTITION=FILE: a bmaptool map for that partition's raw image (unmapped: not sent)")
+      ->allow_extra_args(false);
   app.add_option("--slot", f.slot, "slot for partitions that have slots: a, b or other (default: the current one)");
   app.add_option("--retry", f.retries, "flash a device that went away again, up to N times, from its first unfinished "
                                        "partition")->check(CLI::Range(0, 100));
