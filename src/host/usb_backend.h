@@ -1,5 +1,5 @@
 // UsbBackend: the little of libusb the host needs, as an interface, so the
-// USB transport is tested against a fake (testing/fake_usb.h) and runs on
+// USB transport is tested against a fake handle (device_address_test.cc) and runs on
 // libusb-1.0 in production (libusb_backend.h).
 //
 // List() finds every interface that speaks fastboot (class ff, subclass 42,
