@@ -43,6 +43,12 @@ struct ByteRange {
   uint64_t offset = 0;  // in the partition
   uint64_t size = 0;
 };
+// A range by partition name, as `oem stage` and fetch leave it for upload.
+struct StagedRange {
+  std::string partition;
+  ByteRange range;
+};
+
 // The bytes `arg` names in `p` (size 0 when the offset is the partition's end
 // and no size was given); an error when they are not all inside it.
 Result<ByteRange> ResolveRange(const Partition& p, const RangeArg& arg);

@@ -195,7 +195,8 @@ TEST_F(ReadbackTest, LockedDeviceGivesOutNothing) {
 }
 
 // upload (fastboot get_staged) sends what oem stage or the last fetch named,
-// as it reads back when uploaded.
+// as it reads back when uploaded, also in a later session (29.0.6 stages
+// and uploads in two runs).
 TEST_F(ReadbackTest, UploadSendsTheStagedRangeReadNow) {
   ScriptedTransport t;
   t.Command("upload").Command("oem stage:system:0x1000:0x3000").Command("upload");
@@ -206,12 +207,23 @@ TEST_F(ReadbackTest, UploadSendsTheStagedRangeReadNow) {
   EXPECT_TRUE(t.data() == Bytes("system", 0x1000, 0x3000));
 
   mem_.disk()[3 * kMiB + 0x1000] ^= 0xff;  // changed behind the daemon's back
+  ScriptedTransport next_session;
+  next_session.Command("upload");
+  EXPECT_EQ(Run(next_session), std::vector<std::string>{"OKAY"});
+  EXPECT_TRUE(next_session.data() == Bytes("system", 0x1000, 0x3000));
+
   ScriptedTransport again;
   again.Command("oem stage system 4096 12288").Command("upload").Command("fetch:misc:16:32").Command("upload");
   EXPECT_EQ(Run(again), (std::vector<std::string>{"OKAY", "OKAY", "OKAY", "OKAY"}));
   EXPECT_TRUE(again.data() == Bytes("system", 0x1000, 0x3000) + Bytes("misc", 16, 32) + Bytes("misc", 16, 32));
   EXPECT_EQ(One("oem stage:system:0:0"), "FAILoem stage: 0 bytes");
-  EXPECT_EQ(One("upload"), "FAILnothing staged: oem stage PARTITION[:OFFSET[:SIZE]] or fetch first");  // per session
+
+  ASSERT_EQ(One("oem stage:system:0:0x180000"), "OKAY");
+  ScriptedTransport udp_like;  // a staged range too large for this transport
+  udp_like.SetMaxData(kMiB);
+  udp_like.Command("upload");
+  EXPECT_EQ(Run(udp_like), std::vector<std::string>{"FAILstaged 0x180000 bytes > max-fetch-size 0x100000"});
+  EXPECT_EQ(udp_like.data_phases(), 0);
 }
 
 // The medium fails part way: the host still gets every announced byte (zeros

@@ -6,6 +6,7 @@
 #include "base/units.h"
 #include "fastboot/hooks.h"
 #include "fastboot/protocol.h"
+#include "fastboot/readback.h"
 
 namespace flashpipe::fastboot {
 namespace {
@@ -449,16 +450,16 @@ Result<std::pair<const Partition*, ByteRange>> Session::ResolveRead(const std::s
   return std::make_pair(p, range);
 }
 
-Result<Session::Staged> Session::ResolveFetch(const std::string& text) {
+Result<StagedRange> Session::ResolveFetch(const std::string& text) {
   FP_ASSIGN_OR_RETURN(auto read, ResolveRead(text));
   if (read.second.size > MaxFetch()) {
     return InvalidArgument(fmt::format("0x{:x} bytes > max-fetch-size 0x{:x}: fetch in parts", read.second.size,
                                        MaxFetch()));
   }
-  return Staged{read.first->name, read.second};
+  return StagedRange{read.first->name, read.second};
 }
 
-Result<std::string> Session::SendStaged(const Staged& staged) {
+Result<std::string> Session::SendStaged(const StagedRange& staged) {
   const Partition* p = device_->storage().Find(staged.partition);
   if (p == nullptr) return NotFound(fmt::format("partition '{}' not found", staged.partition));
   if (staged.range.size == 0) return std::string("read 0 bytes");  // as fastbootd: no data phase
@@ -474,21 +475,25 @@ Result<std::string> Session::SendStaged(const Staged& staged) {
 }
 
 Result<std::string> Session::DoFetch(const std::string& arg) {
-  FP_ASSIGN_OR_RETURN(Staged staged, ResolveFetch(arg));
-  staged_ = staged;
+  FP_ASSIGN_OR_RETURN(StagedRange staged, ResolveFetch(arg));
+  device_->Stage(staged);
   return SendStaged(staged);
 }
 
 Result<std::string> Session::DoUpload(const std::string&) {
-  if (!staged_) return InvalidArgument("nothing staged: oem stage PARTITION[:OFFSET[:SIZE]] or fetch first");
-  return SendStaged(*staged_);
+  if (!device_->staged()) return InvalidArgument("nothing staged: oem stage PARTITION[:OFFSET[:SIZE]] or fetch first");
+  StagedRange staged = *device_->staged();
+  if (staged.range.size > MaxFetch()) {  // staged over another transport
+    return InvalidArgument(fmt::format("staged 0x{:x} bytes > max-fetch-size 0x{:x}", staged.range.size, MaxFetch()));
+  }
+  return SendStaged(staged);
 }
 
 Result<std::string> Session::DoOemStage(const std::string& range) {
   if (device_->state().locked()) return Locked("oem stage");
-  FP_ASSIGN_OR_RETURN(Staged staged, ResolveFetch(range));
+  FP_ASSIGN_OR_RETURN(StagedRange staged, ResolveFetch(range));
   if (staged.range.size == 0) return InvalidArgument("oem stage: 0 bytes");
-  staged_ = staged;
+  device_->Stage(staged);
   if (!SendInfo(fmt::format("staged 0x{:x} bytes of '{}' for upload", staged.range.size, staged.partition)).ok()) {
     return transport_error_;
   }

@@ -25,14 +25,12 @@
 #pragma once
 
 #include <chrono>
-#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
 
 #include "base/status.h"
 #include "fastboot/device.h"
-#include "fastboot/readback.h"
 #include "fastboot/transport.h"
 
 namespace flashpipe::fastboot {
@@ -73,11 +71,6 @@ class Session {
     std::string_view name;
     OemHandler handler;
   };
-  // What `upload` sends: a range named by `oem stage` or the last fetch.
-  struct Staged {
-    std::string partition;
-    ByteRange range;
-  };
 
   Status Dispatch(std::string_view wire);
   Status Reply(const Result<std::string>& result);
@@ -110,8 +103,8 @@ class Session {
   Result<std::string> DoOemStage(const std::string& range);
   Result<std::string> DoOemDigest(const std::string& range);
   Result<std::pair<const Partition*, ByteRange>> ResolveRead(const std::string& text);
-  Result<Staged> ResolveFetch(const std::string& text);
-  Result<std::string> SendStaged(const Staged& staged);
+  Result<StagedRange> ResolveFetch(const std::string& text);
+  Result<std::string> SendStaged(const StagedRange& staged);
   uint64_t MaxFetch() const;
 
   Result<std::string> VarVersion(std::string_view);
@@ -144,7 +137,6 @@ class Session {
   Status transport_error_;
   Status end_status_;  // why the session was ended early (a time limit)
   Transport::Deadline deadline_ = Transport::Deadline::max();
-  std::optional<Staged> staged_;
 };
 
 }  // namespace flashpipe::fastboot
