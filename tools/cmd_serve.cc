@@ -19,7 +19,6 @@
 #include "base/log.h"
 #include "base/units.h"
 #include "fastboot/device.h"
-#include "fastboot/net.h"
 #include "fastboot/session.h"
 #include "fastboot/storage.h"
 #include "fastboot/tcp.h"

@@ -12,12 +12,13 @@
 
 #include "base/endian.h"
 #include "fastboot/ffs_transport.h"
-#include "fastboot/protocol.h"
 #include "fastboot/tcp.h"
 #include "fastboot/udp.h"
 #include "testing/fake_ffs.h"
 #include "testing/fastboot_fakes.h"
 #include "testing/fault_queue.h"
+#include "wire/protocol.h"
+#include "wire/udp_packet.h"
 
 namespace flashpipe::fastboot {
 namespace {
@@ -46,7 +47,7 @@ TEST(TcpDataPhaseTest, OneFrameAfterTheDataResponse) {
   std::string data = RandomBytes(70000, 1);
   std::thread device([&] {
     ASSERT_TRUE(t.BeginData(data.size()).ok());
-    ASSERT_TRUE(t.Send(Data(static_cast<uint32_t>(data.size()))).ok());
+    ASSERT_TRUE(t.Send(wire::Data(static_cast<uint32_t>(data.size()))).ok());
     for (size_t at = 0; at < data.size(); at += 9999) {
       ASSERT_TRUE(t.SendData(Span(data).subspan(at, std::min<size_t>(9999, data.size() - at))).ok());
     }
@@ -74,13 +75,13 @@ TEST(UsbDataPhaseTest, WholePacketsThenOneShortNoZeroLengthPacket) {
       std::string data = RandomBytes(size, static_cast<uint32_t>(size));
       std::thread device([&] {
         ASSERT_TRUE(t.BeginData(data.size()).ok());
-        ASSERT_TRUE(t.Send(Data(static_cast<uint32_t>(data.size()))).ok());
+        ASSERT_TRUE(t.Send(wire::Data(static_cast<uint32_t>(data.size()))).ok());
         for (size_t at = 0; at < data.size(); at += 3333) {  // slices that are no packet multiple
           ASSERT_TRUE(t.SendData(Span(data).subspan(at, std::min<size_t>(3333, data.size() - at))).ok());
         }
         ASSERT_TRUE(t.Send("OKAY").ok());
       });
-      EXPECT_EQ(fake.HostTake(), Data(static_cast<uint32_t>(size)));
+      EXPECT_EQ(fake.HostTake(), wire::Data(static_cast<uint32_t>(size)));
       std::string got;
       while (got.size() < size) {
         auto w = fake.HostTake();
@@ -150,7 +151,7 @@ TEST(UdpDataPhaseTest, ContinuedPacketsAnsweringPollsWithoutKeepalives) {
     ASSERT_GE(r.size(), 4u);
     ASSERT_LE(r.size(), 1024u);
     got += r.substr(4);
-    bool continued = r[1] & udp::kFlagContinuation;
+    bool continued = r[1] & wire::udp::kFlagContinuation;
     EXPECT_EQ(continued, got.size() < kSize) << "at " << got.size();
     if (!continued) break;
   }

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <vector>
 
-#include "fastboot/protocol.h"
 #include "io/image_reader.h"
+#include "wire/protocol.h"
 
 namespace flashpipe::fastboot {
 namespace {
@@ -138,7 +138,7 @@ Result<std::span<const uint8_t>> RangeReader::Next() {
 
 Status SendRange(Transport& transport, RangeReader& reader, uint64_t size, Status* read_error) {
   FP_RETURN_IF_ERROR(transport.BeginData(size));
-  FP_RETURN_IF_ERROR(transport.Send(Data(static_cast<uint32_t>(size))));
+  FP_RETURN_IF_ERROR(transport.Send(wire::Data(static_cast<uint32_t>(size))));
   uint64_t sent = 0;
   while (sent < size) {
     auto bytes = reader.Next();
