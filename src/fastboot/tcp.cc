@@ -98,6 +98,17 @@ Status TcpTransport::Send(std::string_view message) {
   return SendAll(fd_.get(), std::span<const uint8_t>(frame, kHeader + n));
 }
 
+// The frame header waits for the first bytes: the DATA response goes first.
+Status TcpTransport::BeginData(uint64_t total) {
+  data_frame_ = total;
+  return Status::Ok();
+}
+
+Status TcpTransport::SendData(std::span<const uint8_t> bytes) {
+  if (data_frame_ > 0) FP_RETURN_IF_ERROR(SendAll(fd_.get(), wire::tcp::FrameHeader(std::exchange(data_frame_, 0))));
+  return SendAll(fd_.get(), bytes);
+}
+
 Result<std::unique_ptr<TcpServer>> TcpServer::Listen(const std::string& host_port, FastbootDevice* device,
                                                      std::chrono::milliseconds idle_timeout) {
   std::unique_ptr<TcpServer> s(new TcpServer());
