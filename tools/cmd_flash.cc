@@ -21,7 +21,7 @@ namespace {
 
 struct Flags {
   std::vector<std::string> devices, steps, bmaps;
-  bool all = false, no_progress = false, reboot = false;
+  bool all = false, no_progress = false, reboot = false, verify = false;
   std::string slot, window = "32M", json;
   int retries = 0;
   double retry_wait = 30, timeout = 120, lag_limit = 3;
@@ -45,6 +45,9 @@ void AddFlags(CLI::App& app, Flags& f) {
   app.add_option("--lag-limit", f.lag_limit,
                  "seconds after which a device that keeps the others waiting reads the image on its own (default 3)");
   app.add_flag("--reboot", f.reboot, "reboot each device once it is flashed");
+  app.add_flag("--verify", f.verify,
+               "after each partition, compare the SHA-256 of every range the image defines with the device's "
+               "(oem digest, flashpipe serve); the images are read once more first (not stdin)");
   AddJsonFlag(app, f.json, "the report (every device, every step)");
   app.add_flag("--no-progress", f.no_progress, "no progress output");
   app.footer(
@@ -136,6 +139,7 @@ int RunFlash(int argc, char** argv) {
   options.retries = f.retries;
   options.retry_wait = Ms(f.retry_wait);
   options.reboot = f.reboot;
+  options.verify = f.verify;
   auto mode = f.no_progress || f.json == "-" ? host::FleetProgress::Mode::kOff
               : ::isatty(STDERR_FILENO)     ? host::FleetProgress::Mode::kRedraw
                                             : host::FleetProgress::Mode::kLines;

@@ -37,7 +37,7 @@ Status FastbootClient::Failed(Status st, Failure why) {
   return st;
 }
 
-Result<std::string> FastbootClient::Answer(bool data_ok, uint32_t* data_size) {
+Result<std::string> FastbootClient::Answer(bool data_ok, uint32_t* data_size, std::vector<std::string>* info) {
   for (;;) {
     auto wire_msg = transport_->Receive();
     if (!wire_msg.ok()) return Failed(wire_msg.status());
@@ -46,7 +46,11 @@ Result<std::string> FastbootClient::Answer(bool data_ok, uint32_t* data_size) {
     switch (r->kind) {
       case wire::Response::Kind::kInfo:
       case wire::Response::Kind::kText:
-        if (info_) info_(r->message);
+        if (info != nullptr) {
+          info->emplace_back(r->message);
+        } else if (info_) {
+          info_(r->message);
+        }
         continue;
       case wire::Response::Kind::kOkay:
         failure_ = Failure::kNone;
@@ -62,9 +66,9 @@ Result<std::string> FastbootClient::Answer(bool data_ok, uint32_t* data_size) {
   }
 }
 
-Result<std::string> FastbootClient::Command(std::string_view command) {
+Result<std::string> FastbootClient::Command(std::string_view command, std::vector<std::string>* info) {
   if (Status st = transport_->Send(command); !st.ok()) return Failed(st);
-  return Answer(false, nullptr);
+  return Answer(false, nullptr, info);
 }
 
 Status FastbootClient::Download(uint32_t size, const std::function<Status(DataOut&)>& write) {

@@ -16,6 +16,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "base/status.h"
 #include "host/part_writer.h"
@@ -28,8 +29,9 @@ class FastbootClient {
   using InfoFn = std::function<void(std::string_view)>;
   explicit FastbootClient(std::unique_ptr<Transport> transport, InfoFn info = {});
 
-  // The OKAY message.
-  Result<std::string> Command(std::string_view command);
+  // The OKAY message. With `info`, the command's INFO/TEXT lines are kept
+  // there instead of going to the info callback (answers such as oem digest).
+  Result<std::string> Command(std::string_view command, std::vector<std::string>* info = nullptr);
   Result<std::string> GetVar(std::string_view name) { return Command(std::string("getvar:") + std::string(name)); }
   // download:SIZE, the data phase from `write` (which must send exactly
   // `size` bytes to the DataOut it is given), the final answer.
@@ -47,7 +49,7 @@ class FastbootClient {
  private:
   class Counter;
   // Reads responses up to the final one.
-  Result<std::string> Answer(bool data_ok, uint32_t* data_size);
+  Result<std::string> Answer(bool data_ok, uint32_t* data_size, std::vector<std::string>* info = nullptr);
   Status Failed(Status st, Failure why = Failure::kGone);
 
   std::unique_ptr<Transport> transport_;

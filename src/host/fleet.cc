@@ -143,6 +143,12 @@ Status Fleet::Prepare() {
     FP_ASSIGN_OR_RETURN(auto plan, PlanImage(s.image));
     plans_.push_back(std::move(plan));
   }
+  if (options_.verify) {
+    for (const FlashStep& s : steps_) {
+      FP_ASSIGN_OR_RETURN(auto ranges, ImageDigests(s.image));
+      digests_.push_back(std::move(ranges));
+    }
+  }
   hub_ = std::make_unique<Hub>(steps_, plans_, options_.feed, devices_.size());
   return Status::Ok();
 }
@@ -282,13 +288,18 @@ Status Fleet::Attempt(size_t d, int attempt, size_t* next) {
       sr.bytes = stats.bytes;
       sr.changed = stats.started;
       sr.read_alone = attempt > 0 || cursor->reopened();
+      if (st.ok() && options_.verify) {
+        Event(d, fmt::format("{} verifying ({} ranges)", sr.target, digests_[i].size()));
+        st = VerifyOnDevice(s.client(), sr.target, digests_[i]);
+        sr.verify = st.ok() ? "ok" : st.code() == Code::kMismatch ? "mismatch" : "failed";
+      }
     }
     sr.seconds = Since(t0);
     sr.result = st.ok() ? "ok" : "failed";
     if (!st.ok()) {
       sr.error = st.ToString();
       sr.error_class = input::ErrorClass(st.code());
-      r.result = std::string(ResultName(s.client().last_failure()));
+      r.result = st.code() == Code::kMismatch ? "mismatch" : std::string(ResultName(s.client().last_failure()));
     }
     r.bytes += sr.bytes;
     r.steps.push_back(sr);
@@ -318,9 +329,10 @@ std::string StepJson(const StepResult& s) {
   return fmt::format(
       "{{\"partition\": {}, \"target\": {}, \"image\": {}, \"result\": {}, \"error\": {}, \"error_class\": {}, "
       "\"parts\": {}, \"parts_planned\": {}, \"bytes\": {}, \"seconds\": {:.3f}, \"changed\": {}, \"attempt\": {}, "
-      "\"read_alone\": {}}}",
+      "\"read_alone\": {}, \"verify\": {}}}",
       JsonString(s.partition), JsonString(s.target), JsonString(s.image), JsonString(s.result), JsonString(s.error),
-      JsonString(s.error_class), s.parts, s.parts_planned, s.bytes, s.seconds, s.changed, s.attempt, s.read_alone);
+      JsonString(s.error_class), s.parts, s.parts_planned, s.bytes, s.seconds, s.changed, s.attempt, s.read_alone,
+      JsonString(s.verify));
 }
 
 }  // namespace

@@ -27,6 +27,7 @@
 #include "host/feed.h"
 #include "host/image_pass.h"
 #include "host/transport.h"
+#include "host/verify.h"
 
 namespace flashpipe::host {
 
@@ -44,6 +45,7 @@ struct FleetOptions {
   int retries = 0;
   std::chrono::milliseconds retry_wait{30000};
   bool reboot = false;     // reboot each device that finished
+  bool verify = false;     // after each step, compare the device's oem digest of every range (verify.h)
 };
 
 struct StepResult {
@@ -59,13 +61,15 @@ struct StepResult {
   bool changed = false;    // a download reached the device: the partition may have changed
   int attempt = 1;
   bool read_alone = false;  // read the image on its own (fell behind, or a retry)
+  std::string verify = "not_run";  // --verify: "ok", "mismatch", "failed", or "not_run"
 };
 
 struct DeviceResult {
   std::string device;      // as given
   std::string serial;
   // "ok"; "refused" (the device said FAIL); "gone" (it vanished or went
-  // silent); "failed" (the image or the host).
+  // silent); "mismatch" (--verify: the device holds other bytes than were
+  // sent); "failed" (the image or the host).
   std::string result = "failed";
   std::string error;
   std::string error_class;
@@ -113,6 +117,7 @@ class Fleet {
   FleetOptions options_;
   EventFn events_;
   std::vector<std::shared_ptr<const ImagePlan>> plans_;
+  std::vector<std::vector<DigestRange>> digests_;  // per step, with verify
   std::unique_ptr<Hub> hub_;
   std::vector<DeviceResult> results_;
   std::vector<std::unique_ptr<Live>> live_;
