@@ -39,7 +39,9 @@ start() {
     >"$work/$name.out" 2>"$work/$name.log" &
   pid[$name]=$!
   for _ in $(seq 100); do
-    port[$name]=$(sed -n "s/^serve: listening on $transport 127\.0\.0\.1:\([0-9][0-9]*\)\$/\1/p" "$work/$name.out" | head -1)
+    # (the .out file appears once the child runs)
+    port[$name]=$({ sed -n "s/^serve: listening on $transport 127\.0\.0\.1:\([0-9][0-9]*\)\$/\1/p" \
+      "$work/$name.out" 2>/dev/null || true; } | head -1)
     [ -n "${port[$name]}" ] && return 0
     kill -0 "${pid[$name]}" 2>/dev/null || die "daemon $name did not start: $(cat "$work/$name.log")"
     sleep 0.1
@@ -182,7 +184,26 @@ PY
 sent=$(field "$work/bmap.json" "tcp:127.0.0.1:${port[a]}" 'd["bytes"]')
 [ "$sent" -lt $((6 << 20)) ] || die "bmap: $sent bytes sent for 5 MiB mapped"
 pass "raw + bmap: mapped ranges written, unmapped ones keep their bytes ($sent bytes sent)"
-stop a; stop b
+
+# --verify: the daemons' oem digest of every range the image defines.
+# shellcheck disable=SC2046
+new_parts c; start c tcp $(parts_of c) --max-download-size 1M --write-model discard  # says OKAY, writes nothing
+cp "$work/a.userdata.before" "$work/a.userdata"; cp "$work/b.userdata.before" "$work/b.userdata"
+rc=0
+timeout 120 "$FLASHPIPE" flash -s tcp:127.0.0.1:${port[a]} -s udp:127.0.0.1:${port[b]} -s tcp:127.0.0.1:${port[c]} \
+  --no-progress --verify --json="$work/verify.json" system="$work/ext4.simg" userdata="$work/odd.raw.zst" \
+  >"$work/in.out" 2>&1 || rc=$?
+[ $rc = 1 ] || die "flash --verify with a discarding daemon: exit $rc: $(cat "$work/in.out")"
+for d in tcp:127.0.0.1:${port[a]} udp:127.0.0.1:${port[b]}; do
+  [ "$(field "$work/verify.json" "$d" '[(s["result"], s["verify"]) for s in d["steps"]]')" = \
+    "[('ok', 'ok'), ('ok', 'ok')]" ] || die "verify on $d: $(field "$work/verify.json" "$d" 'd')"
+done
+d=tcp:127.0.0.1:${port[c]}
+[ "$(field "$work/verify.json" "$d" 'd["result"], d["steps"][0]["verify"], d["error_class"]')" = \
+  "('mismatch', 'mismatch', 'verify_mismatch')" ] || die "verify on the discarding daemon: $(field "$work/verify.json" "$d" 'd')"
+grep -q "the device has sha256" <<<"$(field "$work/verify.json" "$d" 'd["error"]')" || die "mismatch reason"
+pass "--verify: ok on tcp and udp (sparse and zstd raw), 'mismatch' on a daemon that answers OKAY and writes nothing"
+stop a; stop b; stop c
 
 # --- flashpipe fastboot against the AOSP client ------------------------------
 echo "== fastboot verbs: flashpipe fastboot vs AOSP fastboot 29.0.6 on twin daemons"
