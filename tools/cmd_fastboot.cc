@@ -38,8 +38,9 @@ void AddFlags(CLI::App& app, Flags& f) {
                                               "(default $ANDROID_PRODUCT_OUT)");
   app.add_option("--timeout", f.timeout, "seconds a device may stay silent mid-command (default 120)");
   app.footer("Same commands, arguments and output as the AOSP client 29.0.6 (fastboot), so a script switches by\n"
-             "changing the program name. Images are read once, zero blocks are not sent, and every image is cut\n"
-             "for the device's max-download-size without the AOSP client's padding bugs.");
+             "changing the program name. Images are streamed (never held whole), zero blocks are not sent, and every image is cut\n"
+             "for the device's max-download-size without the AOSP client's padding bugs. Unlike the AOSP client, a\n"
+             "compressed image (gzip, xz, zstd, bzip2, lz4) is decompressed, not sent as it is.");
 }
 
 }  // namespace

@@ -41,7 +41,10 @@ void PrintUsageError(CLI::App& app, const std::string& message) {
 // took their parent's when they were added, before this ran).
 void Decorate(CLI::App& app, const std::shared_ptr<Formatter>& formatter) {
   app.formatter(formatter);
-  app.footer("Exit status: 0 done, 1 failed, 2 usage error.");
+  // A command's own footer (what it checks, how it behaves) is kept above it.
+  std::string own = app.get_footer();
+  constexpr const char* kExit = "Exit status: 0 done, 1 failed, 2 usage error.";
+  app.footer(own.empty() || own.find(kExit) != std::string::npos ? std::string(kExit) : own + "\n\n" + kExit);
   for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) Decorate(*sub, formatter);
 }
 

@@ -254,6 +254,13 @@ for target in "" bootloader fastboot; do
   diff <(answer "$work/aosp.txt") <(answer "$work/ours.txt") || die "is-userspace after reboot $target differs"
 done
 pass "reboot, reboot bootloader, reboot fastboot: same mode afterwards"
+head -c $((3 << 20 | 1234)) /dev/urandom >"$work/boot.odd"
+both flash boot_a "$work/boot.odd"
+both -S 1M flash system "$work/ext4.simg"
+both flash --slot b system "$work/odd.raw"
+cmp <(range "$work/our.boot_a" 0 $((3 << 20 | 1234))) "$work/boot.odd" || die "flash boot_a: content"
+cmp <(range "$work/our.system_a" 0 $((24 << 20))) "$work/ext4.oracle" || die "flash -S 1M system: != simg2img output"
+pass "flash (raw of odd size), -S 1M flash (sparse cut in parts), flash --slot b (raw cut in parts): same partitions as AOSP"
 # flashall from a product folder, on the same twins.
 mkdir -p "$work/product"
 head -c $((3 << 20)) /dev/urandom >"$work/product/boot.img"
