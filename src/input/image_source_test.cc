@@ -9,6 +9,7 @@
 #include <fstream>
 #include <random>
 
+#include "base/read_ahead.h"
 #include "input/sources.h"
 #include "testing/image_recorder.h"
 #include "testing/gzip.h"
@@ -72,6 +73,31 @@ TEST_F(ImageSourceTest, SparseFileRawPayloadGoesZeroCopy) {
   EXPECT_EQ(r->image, b.expanded());
   EXPECT_EQ(r->fd_raws, 2u);  // both RAW chunks, none through OnRaw copies... 
   EXPECT_EQ(r->skips, 1u);
+}
+
+// A long payload goes in pieces (so the read-ahead window keeps moving), and
+// the CRC32 chunk after it is checked over all of them.
+TEST_F(ImageSourceTest, SparseFileLongRawPayloadGoesInPieces) {
+  const uint32_t blocks = static_cast<uint32_t>(2 * ReadAhead::kPiece / 4096 + 3);
+  SparseBuilder b(4096);
+  b.RawBlocks(blocks, 9).Crc().Fill(1, 0);
+  auto r = Expand(Write("long.simg", b.Build()));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->image, b.expanded());
+  EXPECT_EQ(r->fd_raws, 3u);
+  EXPECT_EQ(r->largest_fd_raw, ReadAhead::kPiece);
+  SparseBuilder bad(4096);
+  bad.RawBlocks(blocks, 9).CrcValue(0x12345678);
+  EXPECT_EQ(Expand(Write("bad.simg", bad.Build())).status().code(), Code::kCorrupt);
+}
+
+TEST_F(ImageSourceTest, RawFileLongExtentGoesInPieces) {
+  auto data = Random(2 * ReadAhead::kPiece + 4096, 11);
+  auto r = Expand(Write("long.img", data));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->image, data);
+  EXPECT_EQ(r->fd_raws, 3u);
+  EXPECT_EQ(r->largest_fd_raw, ReadAhead::kPiece);
 }
 
 TEST_F(ImageSourceTest, SparseFileWithLargerHeadersAndCrc) {

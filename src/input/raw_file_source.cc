@@ -1,9 +1,13 @@
 // RawFileSource: a seekable raw image. Data extents go to the sink as file
-// ranges (zero-copy RawFromFd); holes, found with SEEK_DATA/SEEK_HOLE, read as
-// zeros by definition and go as zero FILL. No data block is inspected, so the
-// result is the file's bytes exactly.
+// ranges (zero-copy RawFromFd), in pieces with the kernel asked to read ahead
+// of them (ReadAhead); holes, found with SEEK_DATA/SEEK_HOLE, read as zeros by
+// definition and go as zero FILL. No data block is inspected, so the result
+// is the file's bytes exactly.
 #include <unistd.h>
 
+#include <algorithm>
+
+#include "base/read_ahead.h"
 #include "input/sources.h"
 
 namespace flashpipe::input {
@@ -24,6 +28,7 @@ class RawFileSource : public ImageSource {
 
  private:
   Status Copy(ImageSink* sink) {
+    ReadAhead ahead(fd_.get(), size_);
     uint64_t pos = 0;
     while (pos < size_) {
       uint64_t data = NextData(pos);
@@ -32,10 +37,11 @@ class RawFileSource : public ImageSource {
         pos = data;
         continue;
       }
-      uint64_t hole = NextHole(pos);
-      FP_ASSIGN_OR_RETURN(uint32_t crc, sink->RawFromFd(pos, fd_.get(), pos, hole - pos));
+      uint64_t n = std::min(NextHole(pos) - pos, ReadAhead::kPiece);
+      ahead.At(pos);
+      FP_ASSIGN_OR_RETURN(uint32_t crc, sink->RawFromFd(pos, fd_.get(), pos, n));
       (void)crc;
-      pos = hole;
+      pos += n;
     }
     return sink->OnEnd();
   }

@@ -1,12 +1,15 @@
 // SparseFileSource: a seekable sparse file. The decoder sees only headers and
-// small payloads; each RAW payload is handed to the sink as a file range
+// small payloads; each RAW payload is handed to the sink as file ranges
 // (RawFromFd), so it goes from the page cache straight into the writer's
-// aligned buffers, and the decoder is told with AdvanceRaw.
+// aligned buffers, and the decoder is told with AdvanceRaw. The file is read
+// front to back, so the kernel is asked to read it ahead (ReadAhead) and long
+// payloads go in pieces that keep that window moving.
 #include <unistd.h>
 
 #include <algorithm>
 #include <vector>
 
+#include "base/read_ahead.h"
 #include "input/sources.h"
 #include "sparse/format.h"
 
@@ -68,6 +71,7 @@ class SparseFileSource : public ImageSource {
   Status Decode(ImageSink* sink) {
     sparse::Decoder dec(sink, options_);
     HeaderWindow win(fd_.get(), file_size_);
+    ReadAhead ahead(fd_.get(), file_size_);
     uint64_t pos = 0;
     auto feed = [&](size_t n) -> Status {
       FP_ASSIGN_OR_RETURN(auto bytes, win.Get(pos, n));
@@ -77,10 +81,11 @@ class SparseFileSource : public ImageSource {
     FP_RETURN_IF_ERROR(feed(std::max<size_t>(sparse::kFileHeaderSize, header_.file_hdr_sz)));
     uint64_t chunk_end = pos;  // end of the current non-RAW chunk
     while (!dec.finished() && pos < file_size_) {
+      ahead.At(pos);
       if (dec.raw_pending() > 0) {
         // A file cut inside the payload: hand over what is there and let the
         // decoder's Finish() name the chunk and offset, as simg2img does.
-        uint64_t n = std::min(dec.raw_pending(), file_size_ - pos);
+        uint64_t n = std::min({dec.raw_pending(), file_size_ - pos, ReadAhead::kPiece});
         FP_ASSIGN_OR_RETURN(uint32_t crc, sink->RawFromFd(dec.raw_output_offset(), fd_.get(), pos, n));
         FP_RETURN_IF_ERROR(dec.AdvanceRaw(n, crc));
         pos += n;
