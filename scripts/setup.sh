@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs the Debian packages flashpipe builds and tests with, then
-# configures and builds it. Safe to rerun: apt-get skips what is installed,
+# configures and builds it, and fetches the kernel package the VM tests boot. Safe to rerun: apt-get skips what is installed,
 # CMake and Ninja rebuild only what changed.
 #   scripts/setup.sh [BUILD_DIR]   (default: build)
 set -euo pipefail
@@ -12,9 +12,10 @@ PACKAGES=(
   libisal-dev zlib1g-dev libarchive-dev libzstd-dev liblzma-dev libbz2-dev liblz4-dev
   libpugixml-dev libssl-dev libblkid-dev libfdisk-dev
   fastboot android-sdk-libsparse-utils bmap-tools fio
-  e2fsprogs gdisk fdisk util-linux xxd python3 time
+  e2fsprogs gdisk fdisk util-linux xxd python3 python3-fuse time
   gzip xz-utils zstd bzip2 lz4
   dpkg-dev man-db groff-base zsh systemd
+  qemu-system-x86 busybox-static
 )
 
 missing=()
@@ -33,3 +34,6 @@ if [ ! -f "$BUILD_DIR/build.ninja" ]; then
   cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
 fi
 cmake --build "$BUILD_DIR"
+# The kernel the USB tests boot (tests/vm): downloaded once, not installed.
+source tests/vm/vm_lib.sh
+vm_prepare "$BUILD_DIR/vm-cache"

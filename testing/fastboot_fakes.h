@@ -113,7 +113,7 @@ class MemQueue final : public io::IoQueue {
   bool held_ = false;
 };
 
-class ScriptedTransport final : public fastboot::Transport {
+class ScriptedTransport final : public fastboot::StreamTransport {
  public:
   ScriptedTransport& Command(std::string c) { in_.push_back({Kind::kCommand, std::move(c)}); return *this; }
   ScriptedTransport& Data(std::string_view bytes) { in_.push_back({Kind::kData, std::string(bytes)}); return *this; }

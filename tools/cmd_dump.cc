@@ -226,7 +226,7 @@ int RunDump(int argc, char** argv) {
     if (!s.ok() && s.code() == Code::kCorrupt) s = s.WithContext(in->reader->name());
   }
   sink.End(s, in->compression);
-  if (std::fflush(stdout) != 0 && s.ok()) s = ErrnoError("write stdout");
+  if (Status out = FlushStdout(); !out.ok() && s.ok()) s = out;
   if (json_file && s.ok()) s = json_file->Commit();
   return ExitWith("dump", s);
 }

@@ -1,6 +1,7 @@
 // flashpipe serve: a fastboot device daemon. The standard fastboot client
 // flashes partitions of a GPT disk (--storage) or of named files/ranges
-// (--partition) over TCP and/or UDP. See src/fastboot/ for the parts.
+// (--partition) over TCP, UDP and/or USB (a FunctionFS gadget). See
+// src/fastboot/ for the parts.
 #include <malloc.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -14,11 +15,13 @@
 #include <thread>
 #include <vector>
 
+#include "base/log.h"
 #include "base/units.h"
 #include "fastboot/device.h"
 #include "fastboot/storage.h"
 #include "fastboot/tcp.h"
 #include "fastboot/udp.h"
+#include "fastboot/usb_fastboot.h"
 #include "tools/commands.h"
 #include "tools/flags.h"
 
@@ -31,6 +34,8 @@ struct ServeOptions {
   std::string storage;
   std::vector<std::string> partitions;
   std::string tcp, udp;
+  bool usb = false;
+  std::string usb_ffs, usb_id = "18d1:4ee0", udc;
   std::string max_download = "256M";
   std::string state;
   std::vector<std::string> oem;
@@ -92,7 +97,9 @@ Status ParseConfig(ServeOptions* o) {
     if (eq == std::string::npos || eq == 0) return InvalidArgument(fmt::format("--oem '{}': expected NAME=COMMAND", text));
     o->device.oem.emplace_back(text.substr(0, eq), text.substr(eq + 1));
   }
-  if (o->tcp.empty() && o->udp.empty()) o->tcp = "127.0.0.1:5554";
+  if (!o->usb_ffs.empty()) o->usb = true;
+  if (o->tcp.empty() && o->udp.empty() && !o->usb) o->tcp = "127.0.0.1:5554";
+  if (o->device.serialno.empty()) o->device.serialno = DefaultSerialNumber();
   return Status::Ok();
 }
 
@@ -103,8 +110,17 @@ void PrintPartitions(Storage& storage) {
   }
 }
 
+Result<std::unique_ptr<UsbFastboot>> StartUsb(const ServeOptions& o, FastbootDevice* device) {
+  FP_ASSIGN_OR_RETURN(auto id, ParseUsbId(o.usb_id));
+  UsbServeConfig config{.ffs_dir = o.usb_ffs};
+  config.gadget = {.vendor_id = id.first, .product_id = id.second, .serial = o.device.serialno,
+                   .product = o.device.product, .udc = o.udc};
+  return UsbFastboot::Start(device, config);
+}
+
 Status Serve(ServeOptions o) {
   FP_RETURN_IF_ERROR(ParseConfig(&o));
+  log::Init("serve", o.device.verbose);
   // Every flash builds a writer whose buffer pool (tens of MiB) is freed at
   // the end: keep those pages in the heap instead of unmapping them, so the
   // next flash does not fault and zero them again (costly on VMs).
@@ -139,6 +155,11 @@ Status Serve(ServeOptions o) {
     udp->Start();
     std::printf("serve: listening on udp port %u\n", udp->port());
   }
+  std::unique_ptr<UsbFastboot> usb;
+  if (o.usb) {
+    FP_ASSIGN_OR_RETURN(usb, StartUsb(o, device.get()));
+    std::printf("serve: serving usb (%s)\n", usb->where().c_str());
+  }
   std::fflush(stdout);
   std::thread([&device, sigs] {
     int sig = 0;
@@ -148,6 +169,7 @@ Status Serve(ServeOptions o) {
   device->WaitForExit();
   Status pending = device->WaitWrites();
   if (!pending.ok()) std::fprintf(stderr, "serve: %s\n", pending.ToString().c_str());
+  if (usb) usb->Stop();  // removes the gadget it made
   std::fprintf(stderr, "serve: exiting\n");
   std::fflush(nullptr);
   // Session threads may still hold the device: leave without destructors.
@@ -158,16 +180,24 @@ Status Serve(ServeOptions o) {
 
 int RunServe(int argc, char** argv) {
   CLI::App app{"fastboot device daemon: the AOSP fastboot client flashes a GPT disk or named partitions "
-               "over TCP and UDP", CommandName(argv[0])};
+               "over TCP, UDP and USB", CommandName(argv[0])};
   ServeOptions o;
   app.add_option("--storage", o.storage, "block device or disk image with a GPT");
   app.add_option("--partition", o.partitions, "NAME=PATH[:OFFSET:SIZE], repeatable (A/B: NAME_a, NAME_b)");
   app.add_option("--tcp", o.tcp, "listen for TCP clients on ADDR:PORT (default 127.0.0.1:5554)");
   app.add_option("--udp", o.udp, "listen for UDP clients on ADDR:PORT");
+  app.add_flag("--usb", o.usb, "be a USB fastboot device: a gadget made through configfs (needs libcomposite, "
+               "usb_f_fs and a UDC), removed on exit");
+  app.add_option("--usb-ffs", o.usb_ffs, "DIR: serve USB on this mounted FunctionFS instance instead (a gadget "
+                 "the system made; bind it once DIR/ep1 exists)");
+  app.add_option("--usb-id", o.usb_id, "VID:PID of the gadget (default 18d1:4ee0)");
+  app.add_option("--udc", o.udc, "USB device controller for the gadget (default: the first in /sys/class/udc)");
   app.add_option("--max-download-size", o.max_download, "largest download accepted (default 256M)");
   app.add_option("--state", o.state, "file keeping slot and lock state (default <storage>.fastboot-state)");
   app.add_option("--product", o.device.product, "getvar product");
-  app.add_option("--serialno", o.device.serialno, "getvar serialno");
+  o.device.serialno.clear();
+  app.add_option("--serialno", o.device.serialno,
+                 "getvar serialno and the USB serial number (default: from /etc/machine-id)");
   app.add_option("--oem", o.oem, "NAME=COMMAND: 'fastboot oem NAME ARGS' runs sh -c COMMAND with ARGS as $1..");
   app.add_option("--on-reboot", o.device.on_reboot, "shell command run after reboot*/continue ($1 = target)");
   app.add_option("--on-shutdown", o.device.on_shutdown, "shell command run after shutdown");

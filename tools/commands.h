@@ -16,10 +16,16 @@ int RunDump(int argc, char** argv);
 int RunWrite(int argc, char** argv);
 int RunServe(int argc, char** argv);
 int RunBench(int argc, char** argv);
+int RunRead(int argc, char** argv);
+int RunBmap(int argc, char** argv);
 int RunLp(int argc, char** argv);
 
 // The one place a Status becomes an exit status: prints
 // "flashpipe <command>: error: <status>" to stderr, returns 1 (0 when OK).
 int ExitWith(const char* command, const Status& status);
+
+// Flushes stdout and reports whether everything printed on it arrived
+// ("write stdout: No space left on device" for `> /dev/full`).
+Status FlushStdout();
 
 }  // namespace flashpipe::tools

@@ -21,6 +21,8 @@ struct Command {
 
 constexpr Command kCommands[] = {
     {"write", flashpipe::tools::RunWrite, "write an image (sparse, raw, compressed, bmap) to files or devices"},
+    {"read", flashpipe::tools::RunRead, "read a device, file or GPT partition into an image (raw, sparse, compressed) + bmap"},
+    {"bmap", flashpipe::tools::RunBmap, "bmap create: a bmaptool block map of an image, as bmaptool create"},
     {"serve", flashpipe::tools::RunServe, "fastboot device daemon over TCP/UDP on a disk or partitions"},
     {"bench", flashpipe::tools::RunBench, "mmc_test-style transfer tests and the bounce-buffer study"},
     {"img2simg", flashpipe::tools::RunImg2simg, "convert a raw image to a sparse image (AOSP compatible)"},

@@ -17,31 +17,6 @@
 namespace flashpipe {
 namespace {
 
-std::string BaseName(const std::string& path) {
-  size_t slash = path.rfind('/');
-  return slash == std::string::npos ? path : path.substr(slash + 1);
-}
-
-// Follows symlinks to the path that will really be replaced (the target of
-// the last link, which may not exist yet). Relative targets are taken from
-// the link's directory.
-Result<std::string> FollowLinks(std::string path) {
-  for (int hops = 0; hops < 40; ++hops) {
-    struct stat st;
-    if (::lstat(path.c_str(), &st) != 0) {
-      if (errno == ENOENT) return path;
-      return ErrnoError(fmt::format("stat {}", path));
-    }
-    if (!S_ISLNK(st.st_mode)) return path;
-    char target[PATH_MAX];
-    ssize_t n = ::readlink(path.c_str(), target, sizeof target - 1);
-    if (n < 0) return ErrnoError(fmt::format("readlink {}", path));
-    std::string t(target, static_cast<size_t>(n));
-    path = t.starts_with("/") ? t : DirName(path) + "/" + t;
-  }
-  return IoError(fmt::format("{}: too many levels of symbolic links", path), ELOOP);
-}
-
 mode_t CurrentUmask() {
   mode_t mask = ::umask(0);
   ::umask(mask);
@@ -85,6 +60,28 @@ Result<UniqueFd> CreateExclusive(const std::string& dir, const std::string& pref
 
 }  // namespace
 
+Result<std::string> FollowSymlinks(std::string path) {
+  for (int hops = 0; hops < 40; ++hops) {
+    struct stat st;
+    if (::lstat(path.c_str(), &st) != 0) {
+      if (errno == ENOENT) return path;
+      return ErrnoError(fmt::format("stat {}", path));
+    }
+    if (!S_ISLNK(st.st_mode)) return path;
+    char target[PATH_MAX];
+    ssize_t n = ::readlink(path.c_str(), target, sizeof target - 1);
+    if (n < 0) return ErrnoError(fmt::format("readlink {}", path));
+    std::string t(target, static_cast<size_t>(n));
+    path = t.starts_with("/") ? t : DirName(path) + "/" + t;
+  }
+  return IoError(fmt::format("{}: too many levels of symbolic links", path), ELOOP);
+}
+
+std::string BaseName(const std::string& path) {
+  size_t slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
 std::string DirName(const std::string& path) {
   size_t slash = path.rfind('/');
   if (slash == std::string::npos) return ".";
@@ -112,7 +109,7 @@ Result<bool> IsRegularOrAbsent(const std::string& path) {
 Result<AtomicFile> AtomicFile::Create(const std::string& path, const Options& options) {
   AtomicFile f;
   f.path_ = path;
-  FP_ASSIGN_OR_RETURN(f.final_, FollowLinks(path));
+  FP_ASSIGN_OR_RETURN(f.final_, FollowSymlinks(path));
   struct stat st;
   bool exists = ::stat(f.final_.c_str(), &st) == 0;
   if (!exists && errno != ENOENT) return ErrnoError(fmt::format("stat {}", path));
@@ -270,7 +267,7 @@ Status AtomicFile::CommitTogether(std::span<AtomicFile> files, std::span<const s
 }
 
 void RemoveDeadTemps(const std::string& path) {
-  auto final_path = FollowLinks(path);
+  auto final_path = FollowSymlinks(path);
   if (final_path.ok()) RemoveStaleTemps(DirName(*final_path), TempPrefix(*final_path));
 }
 

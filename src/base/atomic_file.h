@@ -101,8 +101,14 @@ void RemoveDeadTemps(const std::string& path);
 // sockets; directories are an error.
 Result<bool> IsRegularOrAbsent(const std::string& path);
 
-// The directory part of a path ("." when it has none).
+// The path a write through `path` replaces: symlinks followed to the last
+// link's target, which may not exist yet. Relative targets are taken from the
+// link's directory.
+Result<std::string> FollowSymlinks(std::string path);
+
+// The directory part of a path ("." when it has none), and the rest.
 std::string DirName(const std::string& path);
+std::string BaseName(const std::string& path);
 // fsync of a directory, so a rename in it is durable.
 Status SyncDirectory(const std::string& dir);
 

@@ -31,6 +31,7 @@ enum class Code : uint8_t {
   kBusy,             // in use by someone else (O_EXCL, a second session)
   kCancelled,
   kInternal,
+  kMismatch,         // data read back differs from the image (verify)
 };
 
 std::string_view CodeName(Code code);
@@ -69,6 +70,7 @@ inline Status Unsupported(std::string m) { return {Code::kUnsupported, std::move
 inline Status Busy(std::string m) { return {Code::kBusy, std::move(m)}; }
 inline Status Cancelled(std::string m) { return {Code::kCancelled, std::move(m)}; }
 inline Status Internal(std::string m) { return {Code::kInternal, std::move(m)}; }
+inline Status Mismatch(std::string m) { return {Code::kMismatch, std::move(m)}; }
 // A failed system call. Pass errno as it was right after the call.
 Status IoError(std::string m, int sys_errno);
 // Same as IoError but reads errno itself: call it first thing after the failure.

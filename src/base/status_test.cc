@@ -44,6 +44,7 @@ TEST(StatusTest, WithContextPrefixes) {
 TEST(StatusTest, CodeNames) {
   EXPECT_EQ(CodeName(Code::kCorrupt), "corrupt");
   EXPECT_EQ(CodeName(Code::kInternal), "internal");
+  EXPECT_EQ(CodeName(Code::kMismatch), "mismatch");
   EXPECT_EQ(CodeName(static_cast<Code>(200)), "unknown");
 }
 

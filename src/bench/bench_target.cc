@@ -34,10 +34,8 @@ std::string SysQueueAttr(dev_t dev, const char* attr) {
   return "";
 }
 
-}  // namespace
-
-Area ChooseArea(uint64_t capacity, uint64_t want, uint64_t align, bool from_start) {
-  align = std::max<uint64_t>(align, 1);
+// The area as mmc_test chooses it (bench_target.h).
+Area MmcTestArea(uint64_t capacity, uint64_t want, uint64_t align, bool from_start) {
   Area a;
   if (!from_start) {
     const uint64_t quarter = capacity / 4;
@@ -49,6 +47,15 @@ Area ChooseArea(uint64_t capacity, uint64_t want, uint64_t align, bool from_star
   size = std::min(size, capacity - a.offset);
   a.size = size / align * align;
   return a;
+}
+
+}  // namespace
+
+Area ChooseArea(uint64_t capacity, uint64_t want, uint64_t align, bool from_start, uint64_t need) {
+  align = std::max<uint64_t>(align, 1);
+  Area a = MmcTestArea(capacity, want, align, from_start);
+  if (from_start || a.size >= need) return a;
+  return Area{0, std::min(want, capacity) / align * align};
 }
 
 Result<std::string> ProbeSignature(const std::string& path) {

@@ -38,14 +38,16 @@ struct BenchTargetOptions {
 };
 
 // mmc_test's choice: the area starts at a quarter of the capacity, rounded
-// down to 0x10000 sectors (32 MiB), or to 1 MiB on devices under 128 MiB;
-// it is `want` bytes long, at most half the capacity, a multiple of `align`.
-// Created files are measured from offset 0 (from_start).
+// down to 0x10000 sectors (32 MiB), or to 1 MiB on devices under 128 MiB
+// (so at 0 under 4 MiB); it is `want` bytes long, at most half the capacity,
+// a multiple of `align`. Created files are measured from offset 0
+// (from_start). When that area is shorter than `need` (the largest request),
+// a tiny device, it starts at offset 0 and may cover the whole capacity.
 struct Area {
   uint64_t offset = 0;
   uint64_t size = 0;
 };
-Area ChooseArea(uint64_t capacity, uint64_t want, uint64_t align, bool from_start);
+Area ChooseArea(uint64_t capacity, uint64_t want, uint64_t align, bool from_start, uint64_t need = 0);
 
 // libblkid: "" when no filesystem or partition table is found on `path`,
 // else what was found ("ext4 filesystem", "gpt partition table").

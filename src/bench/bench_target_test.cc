@@ -34,6 +34,21 @@ TEST(ChooseAreaTest, StartsAtAQuarterRoundedTo32MiBLikeMmcTest) {
   EXPECT_EQ(a.size, 8 * MiB);
 }
 
+// A device too small for the largest request at capacity/4 (at most half of
+// it) is measured from offset 0, over as much of it as is wanted.
+TEST(ChooseAreaTest, TinyDeviceStartsAtZeroWhenTheRequestDoesNotFit) {
+  Area a = ChooseArea(64 << 10, 1 * MiB, 4096, false, 64 << 10);
+  EXPECT_EQ(a.offset, 0u);
+  EXPECT_EQ(a.size, 64u << 10);
+  a = ChooseArea(4096, 4096, 4096, false, 4096);
+  EXPECT_EQ(a.offset, 0u);
+  EXPECT_EQ(a.size, 4096u);
+  // When the request fits, mmc_test's choice stands.
+  a = ChooseArea(64 * MiB, 8 * MiB, 4096, false, 1 * MiB);
+  EXPECT_EQ(a.offset, 16 * MiB);
+  EXPECT_EQ(a.size, 8 * MiB);
+}
+
 TEST(ProbeSignatureTest, FindsExt4AndNothingOnZeros) {
   testing::TempDir dir;
   const std::string blank = dir.path() + "/blank", fs = dir.path() + "/fs";

@@ -91,7 +91,7 @@ Status CheckSizes(const io::Geometry& g, const std::vector<uint64_t>& sizes, con
 Result<Area> SuiteArea(const BenchTarget& t, const SuiteOptions& o) {
   const uint64_t largest = *std::max_element(o.sizes.begin(), o.sizes.end());
   const uint64_t align = std::max<uint64_t>(t.geometry().offset_align, 4096);
-  Area a = ChooseArea(t.geometry().size, std::max(o.total, largest), align, t.created_file());
+  Area a = ChooseArea(t.geometry().size, std::max(o.total, largest), align, t.created_file(), largest);
   FP_RETURN_IF_ERROR(CheckSizes(t.geometry(), o.sizes, a));
   return a;
 }

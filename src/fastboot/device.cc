@@ -120,10 +120,6 @@ Status FastbootDevice::BeginDownload(uint32_t size) {
   return Status::Ok();
 }
 
-std::span<uint8_t> FastbootDevice::DownloadWindow() { return landing_.Window(); }
-
-void FastbootDevice::Arrived(size_t n) { landing_.Arrived(n); }
-
 void FastbootDevice::EndDownload() {
   (void)landing_.Finish();
   image_ready_ = true;

@@ -82,12 +82,11 @@ class FastbootDevice {
   bool exit_requested() const;
   void WaitForExit();
 
-  // Download: Begin, then, until download_received() == size, receive into
-  // DownloadWindow() and report with Arrived(n); End when all bytes are in
-  // (or Abort when the client went away). See Landing (download.h).
+  // Download: Begin, then the transport receives into download_target()
+  // (Landing, download.h); End when all bytes are in (or Abort when the
+  // client went away).
   Status BeginDownload(uint32_t size);
-  std::span<uint8_t> DownloadWindow();
-  void Arrived(size_t n);
+  DownloadTarget& download_target() { return landing_; }
   uint64_t download_received() const { return landing_.received(); }
   void EndDownload();
   void AbortDownload();

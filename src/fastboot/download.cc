@@ -136,7 +136,7 @@ uint64_t Landing::CapacityFor(uint64_t max_size) {
 void Landing::Begin(std::span<uint8_t> buffer, uint64_t size) {
   buffer_ = buffer;
   size_ = size;
-  received_ = pos_ = piece_start_ = 0;
+  received_ = pos_ = piece_start_ = settled_ = 0;
   gaps_ = 0;
   pieces_.clear();
   check_.Begin(size);
@@ -162,13 +162,17 @@ std::span<uint8_t> Landing::Window() {
     ++gaps_;
   }
   uint64_t w = remaining;
+  bool packed = true;  // no gap can come inside the window
   if (!c.decided() || (c.sparse() && c.status().ok())) {
     uint64_t pending = c.raw_pending();
     // Through the payload and the next chunk header, or a little at a time
     // among headers and fills.
     w = std::min(w, pending > 0 ? pending + c.chunk_header_size() : ImageCheck::kAlignMin);
+    packed = c.decided() && pending > 0;
   }
-  return buffer_.subspan(pos_, std::min<uint64_t>(w, buffer_.size() - pos_));
+  w = std::min<uint64_t>(w, buffer_.size() - pos_);
+  settled_ = packed ? w : 0;
+  return buffer_.subspan(pos_, w);
 }
 
 void Landing::Arrived(size_t n) {

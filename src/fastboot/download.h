@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "fastboot/transport.h"
 #include "sparse/decoder.h"
 #include "sparse/sink.h"
 
@@ -111,18 +112,23 @@ class ImageCheck : public sparse::NullSink {
 // a payload arrives; when a receive ran past a payload's start anyway, the
 // bytes after it are moved (at most kAlignMin of them). The image is then
 // pieces(): contiguous runs of its bytes, in order. Gaps take at most 4 KiB
-// per kAlignMin of image: CapacityFor() sizes the buffer.
-class Landing {
+// per kAlignMin of image: CapacityFor() sizes the buffer. settled() says how
+// much of a window no gap can split (a raw image's whole rest; a RAW
+// payload and the chunk header after it), so a transport may have several
+// receives in flight there (USB).
+class Landing : public DownloadTarget {
  public:
   static uint64_t CapacityFor(uint64_t max_size);
 
   // `buffer` holds at least CapacityFor(size) bytes.
   void Begin(std::span<uint8_t> buffer, uint64_t size);
   // Where the next bytes go; empty once all `size` bytes are in.
-  std::span<uint8_t> Window();
-  // `n` bytes were put at the start of the last Window().
-  void Arrived(size_t n);
-  uint64_t received() const { return received_; }
+  std::span<uint8_t> Window() override;
+  uint64_t settled() const override { return settled_; }
+  // `n` bytes were put at the start of the last Window() (n may exceed it).
+  void Arrived(size_t n) override;
+  uint64_t received() const override { return received_; }
+  uint64_t remaining() const override { return size_ - received_; }
   // After the last byte: the check's verdict; pieces() is then the image.
   Status Finish();
 
@@ -139,6 +145,7 @@ class Landing {
   uint64_t received_ = 0;
   uint64_t pos_ = 0;          // buffer offset of the next byte
   uint64_t piece_start_ = 0;  // buffer offset where the open piece starts
+  uint64_t settled_ = 0;      // of the last Window()
   unsigned gaps_ = 0;
   std::vector<std::span<const uint8_t>> pieces_;
   ImageCheck check_;

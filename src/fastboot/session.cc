@@ -219,15 +219,12 @@ Result<std::string> Session::DoDownload(const std::string& arg) {
     transport_error_ = st;
     return st;
   }
-  while (device_->download_received() < size) {
-    auto n = transport_->ReadData(device_->DownloadWindow());
-    if (!n.ok()) {
-      device_->AbortDownload();
-      transport_error_ = n.status().WithContext(
-          fmt::format("download at byte {} of {}", device_->download_received(), size));
-      return transport_error_;
-    }
-    device_->Arrived(*n);
+  if (Status st = transport_->ReceiveDownload(device_->download_target()); !st.ok()) {
+    device_->AbortDownload();
+    st = st.WithContext(fmt::format("download at byte {} of {}", device_->download_received(), size));
+    // Malformed data (USB: more than announced) leaves the link usable: FAIL it.
+    if (st.code() != Code::kInvalidArgument) transport_error_ = st;
+    return st;
   }
   device_->EndDownload();
   return std::string();

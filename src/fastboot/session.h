@@ -29,6 +29,8 @@ class Session {
   // OK when the client went away or a reboot/shutdown ended the session;
   // an error when the transport failed in a way that ends it.
   Status Run();
+  // Run() ended with reboot*/continue (the USB transport then re-enumerates).
+  bool rebooted() const { return after_ == After::kReboot; }
 
  private:
   using Handler = Result<std::string> (Session::*)(const std::string& arg);

@@ -11,7 +11,7 @@
 #include "base/fd_io.h"
 #include "base/units.h"
 #include "base/unique_fd.h"
-#include "fastboot/gpt.h"
+#include "io/gpt.h"
 #include "io/image_writer.h"
 #include "io/write_model.h"
 #include "sparse/decoder.h"
@@ -131,7 +131,7 @@ Result<std::unique_ptr<Storage>> Storage::OpenGpt(const std::string& path, const
   b->target = std::move(target);
   uint32_t sector = b->geometry.block_device ? b->geometry.logical_block : 0;
   auto read_at = [&](uint64_t off, std::span<uint8_t> out) { return PreadExact(rfd.get(), out, off, path); };
-  auto table = ReadGpt(read_at, b->geometry.size, sector);
+  auto table = io::ReadGpt(read_at, b->geometry.size, sector);
   if (!table.ok()) return table.status().WithContext(path);
   s->backings_.push_back(std::move(b));
   for (const auto& w : table->warnings) warnings->push_back(path + ": " + w);

@@ -22,7 +22,7 @@
 
 namespace flashpipe::fastboot {
 
-class TcpTransport : public Transport {
+class TcpTransport : public StreamTransport {
  public:
   // idle_timeout: the longest wait for a command or for data (0 = forever).
   TcpTransport(UniqueFd fd, std::string peer, std::chrono::milliseconds idle_timeout);

@@ -1,17 +1,20 @@
 // Transport: how a fastboot session exchanges messages with one client,
-// whatever carries them (TCP frames, UDP packets, a scripted test double).
+// whatever carries them (TCP frames, UDP packets, USB bulk transfers, a
+// scripted test double).
 //
 // The protocol has two kinds of host traffic: commands, which are whole
 // messages (one TCP frame, one run of UDP packets ending without the
-// continuation flag), and the data phase of a download, which is a plain byte
-// count that may arrive in any slicing. ReadCommand returns the next message;
-// ReadData returns the next bytes of the data phase, ignoring message
-// boundaries. Send writes one response message (<= 64 bytes, see protocol.h).
+// continuation flag, one USB transfer), and the data phase of a download,
+// which is a plain byte count that may arrive in any slicing. ReadCommand
+// returns the next message; ReceiveDownload puts the data phase where a
+// DownloadTarget (the device's download buffer) wants it, ignoring message
+// boundaries. Send writes one response message (<= 64 bytes, see
+// protocol.h).
 //
 // A Status of code kCancelled means the client went away (TCP close, UDP
-// takeover, idle timeout): the session ends without answering. Other errors
-// describe malformed input the session may answer with FAIL.
-// One session thread uses a transport at a time.
+// takeover, USB host gone, idle timeout): the session ends without
+// answering. Other errors describe malformed input the session may answer
+// with FAIL. One session thread uses a transport at a time.
 #pragma once
 
 #include <cstdint>
@@ -23,17 +26,50 @@
 
 namespace flashpipe::fastboot {
 
+// Where the bytes of one download land (Landing, download.h).
+class DownloadTarget {
+ public:
+  virtual ~DownloadTarget() = default;
+  // Where the next bytes go: up to Window().size() are wanted now, and
+  // Window().data() has room for every byte still due (remaining()).
+  virtual std::span<uint8_t> Window() = 0;
+  // How many leading bytes of the last Window() keep their place whatever
+  // they turn out to be: several receives may be in flight into them. Past
+  // them the target may move bytes it was given (at most one receive there).
+  virtual uint64_t settled() const = 0;
+  // `n` bytes (at most remaining()) were put at Window().data(); more than
+  // Window().size() is fine.
+  virtual void Arrived(size_t n) = 0;
+  virtual uint64_t received() const = 0;
+  virtual uint64_t remaining() const = 0;
+};
+
 class Transport {
  public:
   virtual ~Transport() = default;
   // The next command message. A message longer than max_size is consumed and
   // reported as kInvalidArgument (the session FAILs it and carries on).
   virtual Result<std::string> ReadCommand(size_t max_size) = 0;
-  // REQUIRES: !out.empty(). Fills 1..out.size() bytes of the data phase.
-  virtual Result<size_t> ReadData(std::span<uint8_t> out) = 0;
+  // Receives the data phase until target.remaining() is 0.
+  virtual Status ReceiveDownload(DownloadTarget& target) = 0;
   virtual Status Send(std::string_view message) = 0;
   // "tcp 127.0.0.1:40122", for logs.
   virtual std::string peer() const = 0;
+};
+
+// A transport whose data phase is a byte stream read a slice at a time into
+// the target's window (TCP, UDP, the scripted test double).
+class StreamTransport : public Transport {
+ public:
+  // REQUIRES: !out.empty(). Fills 1..out.size() bytes of the data phase.
+  virtual Result<size_t> ReadData(std::span<uint8_t> out) = 0;
+  Status ReceiveDownload(DownloadTarget& target) final {
+    while (target.remaining() > 0) {
+      FP_ASSIGN_OR_RETURN(size_t n, ReadData(target.Window()));
+      target.Arrived(n);
+    }
+    return Status::Ok();
+  }
 };
 
 }  // namespace flashpipe::fastboot

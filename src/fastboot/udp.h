@@ -55,7 +55,7 @@ inline constexpr uint16_t kMinPacketSize = 512;
 
 // The session side of one UDP client. Thread-safe between the server thread
 // (Push*, TakeOutbound, Close) and the session thread (Transport methods).
-class UdpChannel : public Transport {
+class UdpChannel : public StreamTransport {
  public:
   UdpChannel(std::string peer, size_t inbound_limit, int wake_fd);
 

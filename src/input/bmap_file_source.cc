@@ -10,6 +10,7 @@
 #include <future>
 #include <vector>
 
+#include "base/fd_io.h"
 #include "base/read_ahead.h"
 #include "input/sources.h"
 
@@ -23,13 +24,11 @@ Result<std::string> HashRange(int fd, const std::string& type, uint64_t begin, u
   FP_ASSIGN_OR_RETURN(Digest d, Digest::Create(type));
   std::vector<uint8_t> buf(static_cast<size_t>(std::min<uint64_t>(end - begin, 1 << 20)));
   for (uint64_t at = begin; at < end;) {
-    ssize_t r = ::pread(fd, buf.data(), static_cast<size_t>(std::min<uint64_t>(buf.size(), end - at)),
-                        static_cast<off_t>(at));
-    if (r < 0 && errno == EINTR) continue;
-    if (r < 0) return ErrnoError(fmt::format("read at byte {:#x}", at));
+    auto piece = std::span(buf).first(static_cast<size_t>(std::min<uint64_t>(buf.size(), end - at)));
+    FP_ASSIGN_OR_RETURN(size_t r, PreadUpTo(fd, piece, at, "the image"));
     if (r == 0) return Corrupt(fmt::format("image ends at byte {:#x}", at));
-    d.Update({buf.data(), static_cast<size_t>(r)});
-    at += static_cast<uint64_t>(r);
+    d.Update(piece.first(r));
+    at += r;
   }
   return d.HexFinal();
 }
@@ -38,7 +37,7 @@ class BmapFileSource : public ImageSource {
  public:
   BmapFileSource(UniqueFd fd, std::string name, Bmap bmap)
       : fd_(std::move(fd)), name_(std::move(name)), bmap_(std::move(bmap)) {}
-  std::string kind() const override { return "raw+bmap"; }
+  ImageForm form() const override { return {.bmap = true}; }
   std::optional<uint64_t> known_size() const override { return bmap_.image_size; }
   uint64_t image_size() const override { return bmap_.image_size; }
 

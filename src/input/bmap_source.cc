@@ -12,9 +12,9 @@ namespace {
 
 class BmapSource : public ImageSource {
  public:
-  BmapSource(std::unique_ptr<ByteReader> reader, Bmap bmap, std::string prefix)
-      : reader_(std::move(reader)), bmap_(std::move(bmap)), prefix_(std::move(prefix)) {}
-  std::string kind() const override { return prefix_ + "raw+bmap"; }
+  BmapSource(std::unique_ptr<ByteReader> reader, Bmap bmap, ImageKind compression)
+      : reader_(std::move(reader)), bmap_(std::move(bmap)), compression_(compression) {}
+  ImageForm form() const override { return {.compression = compression_, .bmap = true}; }
   std::optional<uint64_t> known_size() const override { return bmap_.image_size; }
   uint64_t image_size() const override { return bmap_.image_size; }
 
@@ -55,7 +55,7 @@ class BmapSource : public ImageSource {
     uint64_t begin = bmap_.RangeBegin(r), end = bmap_.RangeEnd(r);
     for (uint64_t at = begin; at < end;) {
       size_t want = static_cast<size_t>(std::min<uint64_t>(buf.size(), end - at));
-      FP_ASSIGN_OR_RETURN(size_t got, ReadFull(*reader_, std::span(buf).first(want)));
+      FP_ASSIGN_OR_RETURN(size_t got, reader_->ReadUpTo(std::span(buf).first(want)));
       if (got < want) {
         return Corrupt(fmt::format("{}: image ends at byte {}", RangeName(i, r), at + got));
       }
@@ -75,13 +75,13 @@ class BmapSource : public ImageSource {
 
   std::unique_ptr<ByteReader> reader_;
   Bmap bmap_;
-  std::string prefix_;
+  ImageKind compression_;
 };
 
 }  // namespace
 
-std::unique_ptr<ImageSource> MakeBmapSource(std::unique_ptr<ByteReader> reader, Bmap bmap, std::string kind_prefix) {
-  return std::make_unique<BmapSource>(std::move(reader), std::move(bmap), std::move(kind_prefix));
+std::unique_ptr<ImageSource> MakeBmapSource(std::unique_ptr<ByteReader> reader, Bmap bmap, ImageKind compression) {
+  return std::make_unique<BmapSource>(std::move(reader), std::move(bmap), compression);
 }
 
 }  // namespace flashpipe::input

@@ -2,12 +2,12 @@
 
 #include <gtest/gtest.h>
 
-#include <filesystem>
 #include <fstream>
 #include <random>
 
 #include "input/sources.h"
 #include "testing/image_recorder.h"
+#include "testing/temp_dir.h"
 
 namespace flashpipe::input {
 namespace {
@@ -76,7 +76,7 @@ TEST_P(BmapVersionTest, ParsesAndWritesOnlyMappedRanges) {
   EXPECT_EQ(b->ranges[0].checksum.empty(), v == "1.2");
 
   testing::ImageRecorder rec(/*mark_skips=*/true);
-  auto src = MakeBmapSource(std::make_unique<testing::ByteVectorReader>(f.image, 5000), *b, "");
+  auto src = MakeBmapSource(std::make_unique<testing::ByteVectorReader>(f.image, 5000), *b, ImageKind::kRaw);
   ASSERT_TRUE(src->Run(&rec).ok());
   ASSERT_EQ(rec.image.size(), f.image.size());
   for (uint64_t i = 0; i < f.image.size(); ++i) {
@@ -190,7 +190,7 @@ TEST(BmapSourceTest, RangeChecksumMismatchStopsAfterThatRange) {
   auto image = f.image;
   image[2 * 4096 + 5] ^= 1;  // inside range 0 (blocks 1-3)
   testing::ImageRecorder rec;
-  auto src = MakeBmapSource(std::make_unique<testing::ByteVectorReader>(image, SIZE_MAX, "img"), *b, "");
+  auto src = MakeBmapSource(std::make_unique<testing::ByteVectorReader>(image, SIZE_MAX, "img"), *b, ImageKind::kRaw);
   Status s = src->Run(&rec);
   ASSERT_EQ(s.code(), Code::kCorrupt);
   EXPECT_NE(s.message().find("bmap range 0 (blocks 1-3"), std::string::npos) << s.ToString();
@@ -205,7 +205,7 @@ TEST(BmapSourceTest, ShortImageIsAnError) {
   auto image = f.image;
   image.resize(9 * 4096 + 10);
   testing::ImageRecorder rec;
-  Status s = MakeBmapSource(std::make_unique<testing::ByteVectorReader>(image), *b, "")->Run(&rec);
+  Status s = MakeBmapSource(std::make_unique<testing::ByteVectorReader>(image), *b, ImageKind::kRaw)->Run(&rec);
   EXPECT_EQ(s.code(), Code::kCorrupt);
   EXPECT_NE(s.message().find("image ends at byte"), std::string::npos) << s.ToString();
 }
@@ -221,16 +221,12 @@ namespace {
 class BmapFileTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/fp_bmap_file.XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
     image_.resize(1200 * 4096 + 10);
     std::mt19937 rng(7);
     for (auto& b : image_) b = static_cast<uint8_t>(rng());
   }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
   std::string Save(const std::string& name, const void* p, size_t n) {
-    std::string path = dir_ + "/" + name;
+    std::string path = dir_ / name;
     std::ofstream(path, std::ios::binary).write(static_cast<const char*>(p), static_cast<std::streamsize>(n));
     return path;
   }
@@ -249,7 +245,7 @@ class BmapFileTest : public ::testing::Test {
     x.replace(x.find(std::string(64, '0')), 64, real);
     return x;
   }
-  std::string dir_;
+  testing::TempDir dir_;
   std::vector<uint8_t> image_;
 };
 

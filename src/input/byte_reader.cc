@@ -7,12 +7,14 @@
 #include <algorithm>
 #include <cstring>
 
+#include "base/fd_io.h"
+
 namespace flashpipe::input {
 
-Result<size_t> ReadFull(ByteReader& reader, std::span<uint8_t> out) {
+Result<size_t> ByteReader::ReadUpTo(std::span<uint8_t> out) {
   size_t done = 0;
   while (done < out.size()) {
-    FP_ASSIGN_OR_RETURN(size_t n, reader.Read(out.subspan(done)));
+    FP_ASSIGN_OR_RETURN(size_t n, Read(out.subspan(done)));
     if (n == 0) break;
     done += n;
   }
@@ -67,9 +69,9 @@ Status FdReader::WaitReadable() {
   while (true) {
     if (cancelled_.load()) return Cancelled(fmt::format("{}: read cancelled at byte {}", name_, position_));
     struct pollfd p = {fd_, POLLIN, 0};
-    int r = ::poll(&p, 1, 200);
+    int r = RetryOnEintr([&] { return ::poll(&p, 1, 200); });
     if (r > 0) return Status::Ok();
-    if (r < 0 && errno != EINTR) return ErrnoError(fmt::format("{}: poll at byte {}", name_, position_));
+    if (r < 0) return ErrnoError(fmt::format("{}: poll at byte {}", name_, position_));
   }
 }
 
@@ -77,12 +79,12 @@ Result<size_t> FdReader::Read(std::span<uint8_t> out) {
   while (true) {
     if (pollable_) FP_RETURN_IF_ERROR(WaitReadable());
     if (cancelled_.load()) return Cancelled(fmt::format("{}: read cancelled at byte {}", name_, position_));
-    ssize_t n = ::read(fd_, out.data(), out.size());
+    ssize_t n = RetryOnEintr([&] { return ::read(fd_, out.data(), out.size()); });
     if (n >= 0) {
       position_ += static_cast<uint64_t>(n);
       return static_cast<size_t>(n);
     }
-    if (errno == EINTR || errno == EAGAIN) continue;
+    if (errno == EAGAIN) continue;  // a non-blocking descriptor: wait in poll
     return ErrnoError(fmt::format("{}: read at byte {}", name_, position_));
   }
 }

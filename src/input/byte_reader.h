@@ -35,10 +35,10 @@ class ByteReader {
   // Passes over n bytes (lseek on a regular file, else read and drop).
   // Returns the bytes skipped: fewer than n only at the end of input.
   virtual Result<uint64_t> Skip(uint64_t n);
+  // Reads until `out` is full or the input ends; returns the bytes read,
+  // fewer than out.size() only at the end (as base/fd_io.h's ReadUpTo).
+  Result<size_t> ReadUpTo(std::span<uint8_t> out);
 };
-
-// Reads until `out` is full or the input ends; returns the bytes read.
-Result<size_t> ReadFull(ByteReader& reader, std::span<uint8_t> out);
 
 class FdReader : public ByteReader {
  public:

@@ -15,10 +15,10 @@ class GzipCodec : public Codec {
   GzipCodec() { ok_ = inflateInit2(&z_, 15 + 16) == Z_OK; }
   ~GzipCodec() override { inflateEnd(&z_); }
   Result<CodecStep> Step(std::span<const uint8_t> in, std::span<uint8_t> out) override {
-    if (!ok_) return Internal("gzip: inflateInit2 failed");
+    if (!ok_) return Internal("inflateInit2 failed");
     if (in.empty()) return CodecStep{};
     if (at_member_end_) {
-      if (inflateReset(&z_) != Z_OK) return Internal("gzip: inflateReset failed");
+      if (inflateReset(&z_) != Z_OK) return Internal("inflateReset failed");
       at_member_end_ = false;
     }
     z_.next_in = const_cast<Bytef*>(in.data());
@@ -31,7 +31,7 @@ class GzipCodec : public Codec {
     if (r == Z_STREAM_END) {
       at_member_end_ = true;
     } else if (r != Z_OK && r != Z_BUF_ERROR) {
-      return Corrupt(fmt::format("gzip: {}", z_.msg ? z_.msg : "inflate error"));
+      return Corrupt(z_.msg ? z_.msg : "inflate error");
     }
     return s;
   }
@@ -60,7 +60,7 @@ class XzCodec : public Codec {
 
  private:
   Result<CodecStep> Run(std::span<const uint8_t> in, std::span<uint8_t> out, lzma_action action) {
-    if (!ok_) return Internal("xz: lzma_stream_decoder failed");
+    if (!ok_) return Internal("lzma_stream_decoder failed");
     s_.next_in = in.data();
     s_.avail_in = in.size();
     s_.next_out = out.data();
@@ -70,9 +70,9 @@ class XzCodec : public Codec {
     if (r == LZMA_STREAM_END) {
       ended_ = true;
     } else if (r == LZMA_BUF_ERROR && action == LZMA_FINISH) {
-      if (s.produced == 0) return Corrupt("xz: stream ends inside a block");
+      if (s.produced == 0) return Corrupt("stream ends inside a block");
     } else if (r != LZMA_OK && r != LZMA_BUF_ERROR) {
-      return Corrupt(fmt::format("xz: {}", Describe(r)));
+      return Corrupt(Describe(r));
     }
     return s;
   }
@@ -97,11 +97,11 @@ class ZstdCodec : public Codec {
   ZstdCodec() : d_(ZSTD_createDStream()) {}
   ~ZstdCodec() override { ZSTD_freeDStream(d_); }
   Result<CodecStep> Step(std::span<const uint8_t> in, std::span<uint8_t> out) override {
-    if (d_ == nullptr) return Internal("zstd: ZSTD_createDStream failed");
+    if (d_ == nullptr) return Internal("ZSTD_createDStream failed");
     ZSTD_inBuffer ib{in.data(), in.size(), 0};
     ZSTD_outBuffer ob{out.data(), out.size(), 0};
     size_t r = ZSTD_decompressStream(d_, &ob, &ib);
-    if (ZSTD_isError(r)) return Corrupt(fmt::format("zstd: {}", ZSTD_getErrorName(r)));
+    if (ZSTD_isError(r)) return Corrupt(ZSTD_getErrorName(r));
     if (ib.pos > 0 || ob.pos > 0) boundary_ = (r == 0);
     return CodecStep{ib.pos, ob.pos};
   }
@@ -122,7 +122,7 @@ class Bzip2Codec : public Codec {
     if (in.empty()) return CodecStep{};
     if (!open_) {
       b_ = bz_stream{};
-      if (BZ2_bzDecompressInit(&b_, 0, 0) != BZ_OK) return Internal("bzip2: init failed");
+      if (BZ2_bzDecompressInit(&b_, 0, 0) != BZ_OK) return Internal("BZ2_bzDecompressInit failed");
       open_ = true;
       ended_ = false;
     }
@@ -138,7 +138,7 @@ class Bzip2Codec : public Codec {
       open_ = false;
       ended_ = true;
     } else if (r != BZ_OK) {
-      return Corrupt(fmt::format("bzip2: {}", r == BZ_DATA_ERROR_MAGIC ? "bad magic" : "corrupt data"));
+      return Corrupt(r == BZ_DATA_ERROR_MAGIC ? "bad magic" : "corrupt data");
     }
     return s;
   }
@@ -156,10 +156,10 @@ class Lz4Codec : public Codec {
   Lz4Codec() { ok_ = !LZ4F_isError(LZ4F_createDecompressionContext(&d_, LZ4F_VERSION)); }
   ~Lz4Codec() override { LZ4F_freeDecompressionContext(d_); }
   Result<CodecStep> Step(std::span<const uint8_t> in, std::span<uint8_t> out) override {
-    if (!ok_) return Internal("lz4: context creation failed");
+    if (!ok_) return Internal("LZ4F_createDecompressionContext failed");
     size_t in_size = in.size(), out_size = out.size();
     size_t r = LZ4F_decompress(d_, out.data(), &out_size, in.data(), &in_size, nullptr);
-    if (LZ4F_isError(r)) return Corrupt(fmt::format("lz4: {}", LZ4F_getErrorName(r)));
+    if (LZ4F_isError(r)) return Corrupt(LZ4F_getErrorName(r));
     if (in_size > 0 || out_size > 0) boundary_ = (r == 0);
     return CodecStep{in_size, out_size};
   }

@@ -28,8 +28,8 @@ class Codec {
   virtual ~Codec() = default;
   // Decompresses from `in` into `out`. Progress may be zero only when `in` is
   // empty or `out` is full, or when the codec needs more input than `in`.
-  // Corrupt data is a kCorrupt error with the library's words (the caller adds
-  // the offsets).
+  // Corrupt data is a kCorrupt error with the library's words only ("incorrect
+  // data check"): the caller adds the stream's name and the offsets.
   virtual Result<CodecStep> Step(std::span<const uint8_t> in, std::span<uint8_t> out) = 0;
   // True when everything consumed so far forms complete members and all their
   // output was returned.

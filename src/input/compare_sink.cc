@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "base/endian.h"
+#include "base/fd_io.h"
 #include "base/zero.h"
 
 namespace flashpipe::input {
@@ -26,16 +27,9 @@ Status CompareSink::ReadBack(uint64_t offset, uint64_t length, Check check) {
     uint64_t abs = target_->window_offset() + offset;
     uint64_t start = abs / align * align;
     uint64_t end = (abs + n + align - 1) / align * align;
-    uint64_t got = 0;
-    while (got < end - start) {
-      ssize_t r = ::pread(target_->fd(), buf_.data() + got, end - start - got, static_cast<off_t>(start + got));
-      if (r < 0 && errno == EINTR) continue;
-      if (r < 0) return ErrnoError(fmt::format("{}: read back at byte {:#x}", target_->path(), start + got));
-      if (r == 0) break;
-      got += static_cast<uint64_t>(r);
-    }
+    FP_ASSIGN_OR_RETURN(uint64_t got, PreadUpTo(target_->fd(), {buf_.data(), end - start}, start, target_->path()));
     if (start + got < abs + n) {
-      return Corrupt(fmt::format("{}: ends at byte {:#x}, inside the image (which goes on to byte {:#x} or beyond)",
+      return Mismatch(fmt::format("{}: ends at byte {:#x}, inside the image (which goes on to byte {:#x} or beyond)",
                                  target_->path(), start + got, abs + n));
     }
     FP_RETURN_IF_ERROR(check(std::span<const uint8_t>(buf_.data() + (abs - start), n), offset));
@@ -46,8 +40,8 @@ Status CompareSink::ReadBack(uint64_t offset, uint64_t length, Check check) {
   return Status::Ok();
 }
 
-static Status Mismatch(const io::Target* t, uint64_t at, uint8_t want, uint8_t got) {
-  return Corrupt(fmt::format("{}: differs from the image at byte {:#x} (image {:#04x}, target {:#04x})", t->path(),
+static Status Differs(const io::Target* t, uint64_t at, uint8_t want, uint8_t got) {
+  return flashpipe::Mismatch(fmt::format("{}: differs from the image at byte {:#x} (image {:#04x}, target {:#04x})", t->path(),
                              at, want, got));
 }
 
@@ -57,7 +51,7 @@ Status CompareSink::OnRaw(uint64_t offset, std::span<const uint8_t> data) {
     if (std::memcmp(got.data(), want, got.size()) == 0) return Status::Ok();
     size_t i = 0;
     while (got[i] == want[i]) ++i;
-    return Mismatch(target_, at + i, want[i], got[i]);
+    return Differs(target_, at + i, want[i], got[i]);
   });
 }
 
@@ -70,7 +64,7 @@ Status CompareSink::OnFill(uint64_t offset, uint64_t length, uint32_t pattern) {
     }
     for (size_t i = 0; i < got.size(); ++i) {
       uint8_t want = p[(at + i - offset) % 4];
-      if (got[i] != want) return Mismatch(target_, at + i, want, got[i]);
+      if (got[i] != want) return Differs(target_, at + i, want, got[i]);
     }
     return Status::Ok();
   });

@@ -58,11 +58,16 @@ Status DecompressReader::ProduceAll() {
 }
 
 // Fills `block` until it is full or the compressed input ends cleanly.
+// Every error of this stream is "NAME: what at compressed byte X
+// (decompressed byte Y)", the name and the place said once.
 Status DecompressReader::Decode(Block& block, bool* eof) {
   block.size = 0;
   auto where = [&] {
     return fmt::format("at compressed byte {} (decompressed byte {})", source_->position() - (in_end_ - in_pos_),
                        produced_ + block.size);
+  };
+  auto fail = [&](const Status& s) {
+    return Status(s.code(), fmt::format("{}: {} {}", name_, s.message(), where()), s.sys_errno());
   };
   while (block.size < block.data.size()) {
     if (in_pos_ == in_end_) {
@@ -71,11 +76,11 @@ Status DecompressReader::Decode(Block& block, bool* eof) {
       in_end_ = n;
       if (n == 0) {
         auto fin = codec_->Finish(std::span(block.data).subspan(block.size));
-        if (!fin.ok()) return fin.status().WithContext(fmt::format("{} {}", name_, where()));
+        if (!fin.ok()) return fail(fin.status());
         block.size += *fin;
         if (*fin > 0 && !codec_->AtBoundary()) continue;  // more to flush
         if (!codec_->AtBoundary()) {
-          return Corrupt(fmt::format("{}: truncated: input ends inside a member {}", name_, where()));
+          return fail(Corrupt("truncated: input ends inside a member"));
         }
         *eof = true;
         break;
@@ -83,7 +88,7 @@ Status DecompressReader::Decode(Block& block, bool* eof) {
     }
     auto step = codec_->Step(std::span(in_).subspan(in_pos_, in_end_ - in_pos_),
                              std::span(block.data).subspan(block.size));
-    if (!step.ok()) return Status(step.status().code(), fmt::format("{} {}: {}", name_, where(), step.status().message()));
+    if (!step.ok()) return fail(step.status());
     in_pos_ += step->consumed;
     block.size += step->produced;
     if (step->consumed == 0 && step->produced == 0 && in_pos_ < in_end_) {
@@ -91,9 +96,9 @@ Status DecompressReader::Decode(Block& block, bool* eof) {
       std::memmove(in_.data(), in_.data() + in_pos_, in_end_ - in_pos_);
       in_end_ -= in_pos_;
       in_pos_ = 0;
-      if (in_end_ == in_.size()) return Internal(fmt::format("{}: decoder made no progress {}", name_, where()));
+      if (in_end_ == in_.size()) return fail(Internal("decoder made no progress"));
       FP_ASSIGN_OR_RETURN(size_t n, source_->Read(std::span(in_).subspan(in_end_)));
-      if (n == 0) return Corrupt(fmt::format("{}: truncated: input ends inside a member {}", name_, where()));
+      if (n == 0) return fail(Corrupt("truncated: input ends inside a member"));
       in_end_ += n;
     }
   }

@@ -1,17 +1,13 @@
 #include "input/decompress_reader.h"
 
-#include <bzlib.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
-#include <lz4frame.h>
-#include <lzma.h>
 #include <unistd.h>
-#include <zlib.h>
-#include <zstd.h>
 
 #include <chrono>
 #include <random>
 
+#include "testing/compress.h"
 #include "testing/image_recorder.h"
 
 namespace flashpipe::input {
@@ -30,60 +26,11 @@ std::vector<uint8_t> Sample(size_t size, uint32_t seed) {
   return v;
 }
 
-std::vector<uint8_t> Gzip(const std::vector<uint8_t>& in) {
-  z_stream z{};
-  EXPECT_EQ(deflateInit2(&z, 6, Z_DEFLATED, 31, 8, Z_DEFAULT_STRATEGY), Z_OK);
-  std::vector<uint8_t> out(deflateBound(&z, in.size()) + 64);
-  z.next_in = const_cast<Bytef*>(in.data());
-  z.avail_in = static_cast<uInt>(in.size());
-  z.next_out = out.data();
-  z.avail_out = static_cast<uInt>(out.size());
-  EXPECT_EQ(deflate(&z, Z_FINISH), Z_STREAM_END);
-  out.resize(z.total_out);
-  deflateEnd(&z);
-  return out;
-}
-
-std::vector<uint8_t> Xz(const std::vector<uint8_t>& in) {
-  std::vector<uint8_t> out(lzma_stream_buffer_bound(in.size()));
-  size_t pos = 0;
-  EXPECT_EQ(lzma_easy_buffer_encode(1, LZMA_CHECK_CRC64, nullptr, in.data(), in.size(), out.data(), &pos, out.size()),
-            LZMA_OK);
-  out.resize(pos);
-  return out;
-}
-
-std::vector<uint8_t> Zstd(const std::vector<uint8_t>& in) {
-  std::vector<uint8_t> out(ZSTD_compressBound(in.size()));
-  ZSTD_CCtx* c = ZSTD_createCCtx();
-  ZSTD_CCtx_setParameter(c, ZSTD_c_checksumFlag, 1);
-  size_t n = ZSTD_compress2(c, out.data(), out.size(), in.data(), in.size());
-  ZSTD_freeCCtx(c);
-  EXPECT_FALSE(ZSTD_isError(n));
-  out.resize(n);
-  return out;
-}
-
-std::vector<uint8_t> Bzip2(const std::vector<uint8_t>& in) {
-  std::vector<uint8_t> out(in.size() + in.size() / 100 + 1024);
-  unsigned n = static_cast<unsigned>(out.size());
-  EXPECT_EQ(BZ2_bzBuffToBuffCompress(reinterpret_cast<char*>(out.data()), &n,
-                                     const_cast<char*>(reinterpret_cast<const char*>(in.data())),
-                                     static_cast<unsigned>(in.size()), 1, 0, 0),
-            BZ_OK);
-  out.resize(n);
-  return out;
-}
-
-std::vector<uint8_t> Lz4(const std::vector<uint8_t>& in) {
-  LZ4F_preferences_t prefs{};
-  prefs.frameInfo.contentChecksumFlag = LZ4F_contentChecksumEnabled;
-  std::vector<uint8_t> out(LZ4F_compressFrameBound(in.size(), &prefs));
-  size_t n = LZ4F_compressFrame(out.data(), out.size(), in.data(), in.size(), &prefs);
-  EXPECT_FALSE(LZ4F_isError(n));
-  out.resize(n);
-  return out;
-}
+std::vector<uint8_t> Gzip(const std::vector<uint8_t>& in) { return testing::Gzip(in, 6); }
+std::vector<uint8_t> Xz(const std::vector<uint8_t>& in) { return testing::Xz(in); }
+std::vector<uint8_t> Zstd(const std::vector<uint8_t>& in) { return testing::Zstd(in); }
+std::vector<uint8_t> Bzip2(const std::vector<uint8_t>& in) { return testing::Bzip2(in); }
+std::vector<uint8_t> Lz4(const std::vector<uint8_t>& in) { return testing::Lz4(in); }
 
 struct Format {
   ImageKind kind;

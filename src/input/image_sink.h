@@ -46,7 +46,8 @@ class WriterSink : public ImageSink {
   uint64_t capacity_;
 };
 
-// "image of N bytes does not fit <what> of M bytes" when size > capacity > 0.
-Status CheckFits(uint64_t image_size, uint64_t capacity, std::string_view what);
+// "image of N bytes does not fit <what> of M bytes" when size > capacity > 0
+// ("image of at least N bytes" when `lower_bound`).
+Status CheckFits(uint64_t image_size, uint64_t capacity, std::string_view what, bool lower_bound = false);
 
 }  // namespace flashpipe::input

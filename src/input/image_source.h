@@ -18,6 +18,14 @@
 //                                           each checksummed
 // A raw stream's all-zero runs (>= 64 KiB, 4 KiB aligned) become zero FILL,
 // which the writer turns into zeroout or holes (they read back as zeros).
+//
+// OpenImage checks what can be checked before a byte is written: an empty
+// image (a 0-byte file, an empty stdin, a stream that decompresses to
+// nothing) is refused, a sparse header (file, stream or inside a compressed
+// stream) is decoded, and the expanded size is taken from the sparse header,
+// the file size, the bmap or the compressed container (compressed_size.h).
+// inputs() names every file the image is read from, by device and inode,
+// so that the caller can refuse to write over one of them.
 // Run() is called once. Not thread-safe.
 #pragma once
 
@@ -25,24 +33,54 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
+#include "base/file_id.h"
 #include "base/status.h"
+#include "input/detect.h"
 #include "input/image_sink.h"
 #include "sparse/decoder.h"
 
 namespace flashpipe::input {
 
+// What an image is made of; decisions go by these fields, Name() is for
+// display and --json.
+struct ImageForm {
+  ImageKind compression = ImageKind::kRaw;  // kGzip ... kLz4, or kRaw: none
+  bool sparse = false;                      // the (decompressed) content
+  bool bmap = false;                        // written through a bmap
+  size_t parts = 0;                         // > 0: that many sparse parts
+  // "sparse", "raw", "gzip+sparse", "parts(2)+sparse", "raw+bmap", ...
+  std::string Name() const;
+};
+
+// A file the image is read from, and what it is to the image ("the image
+// itself", "part 2 of the image (b.simg)", "the bmap file x.bmap").
+struct InputFile {
+  std::string role;
+  FileId id;
+};
+
 class ImageSource {
  public:
   virtual ~ImageSource() = default;
-  // "sparse", "raw", "gzip+sparse", "parts(2)+sparse", "raw+bmap", ...
-  virtual std::string kind() const = 0;
+  virtual ImageForm form() const = 0;
+  std::string kind() const { return form().Name(); }
   // Size of the expanded image when known before Run (sparse header, file
-  // size, bmap ImageSize).
+  // size, bmap ImageSize, xz index, zstd frame headers).
   virtual std::optional<uint64_t> known_size() const = 0;
+  // The expanded image has at least this many bytes (a compressed stream's
+  // hint, compressed_size.h); known_size() when that is known.
+  virtual uint64_t min_size() const { return known_size().value_or(0); }
   virtual Status Run(ImageSink* sink) = 0;
   // After Run: the size of the image that was delivered.
   virtual uint64_t image_size() const = 0;
+
+  const std::vector<InputFile>& inputs() const { return inputs_; }
+  void AddInput(InputFile input) { inputs_.push_back(std::move(input)); }
+
+ private:
+  std::vector<InputFile> inputs_;
 };
 
 struct SourceOptions {
@@ -54,6 +92,11 @@ struct SourceOptions {
 
 // `spec`: a path, "-" for stdin, or comma-separated sparse parts.
 Result<std::unique_ptr<ImageSource>> OpenImage(const std::string& spec, const SourceOptions& options);
+
+// The files OpenImage(spec, options) reads (what inputs() will list), found
+// by stat alone: for a check that must come before the image is opened.
+// Files that cannot be stat'ed are left out (opening them will fail).
+std::vector<InputFile> ImageFiles(const std::string& spec, const SourceOptions& options);
 
 // Emits `data` (image bytes at `offset`) as OnRaw, with 4 KiB-aligned zero
 // runs of at least `min_zero_run` bytes as OnFill(.., 0).

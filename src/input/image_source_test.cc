@@ -2,18 +2,18 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdlib>
-#include <filesystem>
-#include <fstream>
 #include <random>
 
 #include "base/read_ahead.h"
 #include "input/sources.h"
+#include "testing/compress.h"
 #include "testing/image_recorder.h"
-#include "testing/gzip.h"
 #include "testing/sparse_builder.h"
+#include "testing/temp_dir.h"
 
 namespace flashpipe::input {
 namespace {
@@ -25,15 +25,9 @@ using testing::SparseBuilder;
 
 class ImageSourceTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/fp_input_test.XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
   std::string Write(const std::string& name, std::span<const uint8_t> bytes) {
-    std::string path = dir_ + "/" + name;
-    std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+    std::string path = dir_ / name;
+    testing::WriteFile(path, {bytes.begin(), bytes.end()});
     return path;
   }
   Result<ImageRecorder> Expand(const std::string& spec, SourceOptions o = {}) {
@@ -45,7 +39,7 @@ class ImageSourceTest : public ::testing::Test {
     size_ = src->image_size();
     return rec;
   }
-  std::string dir_;
+  testing::TempDir dir_;
   std::string kind_;
   std::optional<uint64_t> known_;
   uint64_t size_ = 0;
@@ -125,7 +119,7 @@ TEST_F(ImageSourceTest, SparseFileTruncatedInsideRawNamesChunkAndOffset) {
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), Code::kCorrupt);
   EXPECT_EQ(r.status().message(),
-            dir_ + "/t.simg: chunk 0 at input byte 0x1c: truncated RAW payload (5000 of 12288 bytes) at input byte 0x13b0");
+            dir_.path() + "/t.simg: chunk 0 at input byte 0x1c: truncated RAW payload (5000 of 12288 bytes) at input byte 0x13b0");
 }
 
 TEST_F(ImageSourceTest, SparseFileWithBadHeaderIsRefusedAtOpen) {
@@ -135,12 +129,12 @@ TEST_F(ImageSourceTest, SparseFileWithBadHeaderIsRefusedAtOpen) {
   auto bad = OpenImage(Write("h.simg", bytes), {});
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().message(),
-            dir_ + "/h.simg: file header at input byte 0x0: blk_sz 6 is not a non-zero multiple of 4");
+            dir_.path() + "/h.simg: file header at input byte 0x0: blk_sz 6 is not a non-zero multiple of 4");
   bytes.resize(20);
   auto shorter = OpenImage(Write("s.simg", bytes), {});
   ASSERT_FALSE(shorter.ok());
   EXPECT_EQ(shorter.status().message(),
-            dir_ + "/s.simg: input byte 0x14: truncated in the file header (20 of 28 bytes)");
+            dir_.path() + "/s.simg: input byte 0x14: truncated in the file header (20 of 28 bytes)");
 }
 
 TEST_F(ImageSourceTest, SparseFileWithBadCrcIsAnErrorUnlessUnchecked) {
@@ -155,7 +149,7 @@ TEST_F(ImageSourceTest, SparseFileWithBadCrcIsAnErrorUnlessUnchecked) {
 
 TEST_F(ImageSourceTest, RawFileHolesBecomeZeroFill) {
   auto data = Random(8192, 5);
-  std::string path = dir_ + "/r.img";
+  std::string path = dir_.path() + "/r.img";
   {
     UniqueFd fd(open(path.c_str(), O_CREAT | O_WRONLY, 0644));
     ASSERT_EQ(pwrite(fd.get(), data.data(), 4096, 0), 4096);
@@ -235,7 +229,7 @@ TEST_F(ImageSourceTest, GzipOfRawFindsZeroRuns) {
 TEST_F(ImageSourceTest, FifoStreamOfSparse) {
   SparseBuilder b = Sample();
   auto bytes = b.Build();
-  std::string path = dir_ + "/fifo";
+  std::string path = dir_.path() + "/fifo";
   ASSERT_EQ(mkfifo(path.c_str(), 0600), 0);
   std::thread writer([&] {
     int fd = open(path.c_str(), O_WRONLY);
@@ -254,7 +248,7 @@ TEST_F(ImageSourceTest, FifoStreamOfSparse) {
 
 TEST_F(ImageSourceTest, FifoWriterDyingMidSparseIsAnError) {
   auto bytes = Sample().Build();
-  std::string path = dir_ + "/fifo";
+  std::string path = dir_.path() + "/fifo";
   ASSERT_EQ(mkfifo(path.c_str(), 0600), 0);
   std::thread writer([&] {
     int fd = open(path.c_str(), O_WRONLY);
@@ -266,8 +260,113 @@ TEST_F(ImageSourceTest, FifoWriterDyingMidSparseIsAnError) {
   EXPECT_FALSE(r.ok());
 }
 
+// Feeds `bytes` into a fifo from a thread while `body` opens it.
+template <typename Body>
+void ThroughFifo(const std::string& path, const std::vector<uint8_t>& bytes, Body body) {
+  ASSERT_EQ(mkfifo(path.c_str(), 0600), 0);
+  std::thread writer([&] {
+    int fd = open(path.c_str(), O_WRONLY);
+    if (!bytes.empty() && write(fd, bytes.data(), bytes.size()) != static_cast<ssize_t>(bytes.size())) {}
+    close(fd);
+  });
+  body();
+  writer.join();
+}
+
+// An empty image would "succeed" and leave an empty target: refused when it
+// is opened, whatever its form.
+TEST_F(ImageSourceTest, EmptyImagesAreRefusedAtOpen) {
+  std::string empty = Write("e.img", {});
+  auto r = OpenImage(empty, {});
+  EXPECT_EQ(r.status().code(), Code::kInvalidArgument) << r.status().ToString();
+  EXPECT_NE(r.status().message().find("empty"), std::string::npos) << r.status().ToString();
+  std::string gz = Write("e.gz", testing::Gzip(std::vector<uint8_t>()));
+  r = OpenImage(gz, {});
+  EXPECT_EQ(r.status().code(), Code::kInvalidArgument) << r.status().ToString();
+  EXPECT_NE(r.status().message().find("decompresses to nothing"), std::string::npos) << r.status().ToString();
+  ThroughFifo(dir_ / "fifo", {}, [&] {
+    auto f = OpenImage(dir_ / "fifo", {});
+    EXPECT_EQ(f.status().code(), Code::kInvalidArgument) << f.status().ToString();
+  });
+}
+
+// A stream's sparse header is decoded before OpenImage returns, so the
+// caller refuses it before touching a target, and knows the size.
+TEST_F(ImageSourceTest, StreamSparseHeaderIsCheckedAndSizedAtOpen) {
+  auto bytes = Sample().Build();
+  std::vector<uint8_t> bad = bytes;
+  bad[12] = 6;  // blk_sz 4102
+  bad[13] = 16;
+  ThroughFifo(dir_ / "bad", bad, [&] {
+    auto r = OpenImage(dir_ / "bad", {});
+    EXPECT_EQ(r.status().code(), Code::kCorrupt) << r.status().ToString();
+    EXPECT_NE(r.status().message().find("blk_sz 4102"), std::string::npos) << r.status().ToString();
+  });
+  std::string gz = Write("s.simg.gz", testing::Gzip(bytes));
+  auto r = OpenImage(gz, {});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ((*r)->known_size(), Sample().expanded().size());
+}
+
+TEST_F(ImageSourceTest, CompressedRawSizesComeFromTheContainer) {
+  std::vector<uint8_t> img = Random(300000, 21);
+  auto xz = OpenImage(Write("r.xz", testing::Xz(img)), {});
+  ASSERT_TRUE(xz.ok()) << xz.status().ToString();
+  EXPECT_EQ((*xz)->known_size(), img.size());
+  auto gz = OpenImage(Write("r.gz", testing::Gzip(img)), {});
+  ASSERT_TRUE(gz.ok());
+  EXPECT_FALSE((*gz)->known_size().has_value());
+  EXPECT_EQ((*gz)->min_size(), img.size());
+  ThroughFifo(dir_ / "zst", testing::Zstd(img), [&] {
+    auto z = OpenImage(dir_ / "zst", {});
+    ASSERT_TRUE(z.ok()) << z.status().ToString();
+    EXPECT_FALSE(z.value()->known_size().has_value());
+    EXPECT_EQ(z.value()->min_size(), img.size());
+  });
+}
+
+TEST_F(ImageSourceTest, InputsNameEveryFileTheImageIsReadFrom) {
+  auto a = Sample().Build();
+  std::string p1 = Write("p1.simg", a), p2 = Write("p2.simg", a);
+  auto r = OpenImage(p1 + "," + p2, {});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_EQ((*r)->inputs().size(), 2u);
+  struct stat st;
+  ASSERT_EQ(stat(p2.c_str(), &st), 0);
+  EXPECT_EQ((*r)->inputs()[1].id, FileIdOf(st));
+  EXPECT_EQ((*r)->inputs()[1].role, "part 2 of the image (" + p2 + ")");
+  EXPECT_EQ((*r)->kind(), "parts(2)+sparse");
+  auto one = OpenImage(p1, {});
+  ASSERT_TRUE(one.ok());
+  ASSERT_EQ((*one)->inputs().size(), 1u);
+  EXPECT_EQ((*one)->inputs()[0].role, "the image itself (" + p1 + ")");
+}
+
+// The stream's name and the codec's are said once ("gzip of X: incorrect
+// data check at compressed byte ..."), not once per layer.
+TEST_F(ImageSourceTest, CorruptGzipNamesTheStreamOnce) {
+  auto gz = testing::Gzip(Random(200000, 22));
+  gz[gz.size() - 6] ^= 0xFF;  // the CRC in the trailer
+  std::string path = Write("crc.gz", gz);
+  auto r = Expand(path);
+  ASSERT_EQ(r.status().code(), Code::kCorrupt) << r.status().ToString();
+  const std::string& m = r.status().message();
+  EXPECT_TRUE(m.starts_with("gzip of " + path + ": ")) << m;
+  EXPECT_EQ(m.find("gzip", 1), std::string::npos) << m;
+  EXPECT_EQ(m.find(path, m.find(path) + 1), std::string::npos) << m;
+  EXPECT_NE(m.find("compressed byte"), std::string::npos) << m;
+}
+
+TEST(ImageFormTest, Names) {
+  EXPECT_EQ(ImageForm{}.Name(), "raw");
+  EXPECT_EQ((ImageForm{.sparse = true}).Name(), "sparse");
+  EXPECT_EQ((ImageForm{.compression = ImageKind::kGzip, .sparse = true}).Name(), "gzip+sparse");
+  EXPECT_EQ((ImageForm{.compression = ImageKind::kZstd, .bmap = true}).Name(), "zstd+raw+bmap");
+  EXPECT_EQ((ImageForm{.compression = ImageKind::kXz, .sparse = true, .parts = 3}).Name(), "parts(3)+xz+sparse");
+}
+
 TEST_F(ImageSourceTest, MissingImage) {
-  auto r = Expand(dir_ + "/nope.img");
+  auto r = Expand(dir_.path() + "/nope.img");
   EXPECT_EQ(r.status().code(), Code::kIoError);
   EXPECT_NE(r.status().message().find("nope.img"), std::string::npos);
 }

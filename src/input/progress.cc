@@ -29,7 +29,8 @@ std::string FormatProgress(uint64_t done, uint64_t total, double seconds, bool b
                      pct, FormatBytes(done), FormatBytes(total), speed, eta);
 }
 
-Progress::Progress(FILE* out, ProgressMode mode) : out_(out), mode_(mode) {}
+Progress::Progress(FILE* out, ProgressMode mode, std::string label)
+    : out_(out), mode_(mode), label_(std::move(label)) {}
 
 void Progress::Update(uint64_t done, uint64_t total) {
   if (mode_ == ProgressMode::kOff) return;
@@ -41,7 +42,7 @@ void Progress::Update(uint64_t done, uint64_t total) {
   } else {
     bool step = total > 0 && (done - last_done_) * 10 >= total;
     if (now - last_print_ < 2.0 && !step) return;
-    std::fprintf(out_, "flashpipe write: %s\n", FormatProgress(done, total, now, false).c_str());
+    std::fprintf(out_, "%s: %s\n", label_.c_str(), FormatProgress(done, total, now, false).c_str());
     last_done_ = done;
   }
   last_print_ = now;
@@ -54,7 +55,7 @@ void Progress::Done(uint64_t done, uint64_t total) {
   if (mode_ == ProgressMode::kBar) {
     std::fprintf(out_, "\r%s\x1b[K\n", line.c_str());
   } else {
-    std::fprintf(out_, "flashpipe write: %s\n", line.c_str());
+    std::fprintf(out_, "%s: %s\n", label_.c_str(), line.c_str());
   }
   std::fflush(out_);
 }

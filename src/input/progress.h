@@ -21,7 +21,8 @@ std::string FormatProgress(uint64_t done, uint64_t total, double seconds, bool b
 
 class Progress {
  public:
-  Progress(FILE* out, ProgressMode mode);
+  // `label` starts each plain line ("flashpipe write: 1.0 GiB of ...").
+  Progress(FILE* out, ProgressMode mode, std::string label = "flashpipe write");
   // Any thread that the writer calls back on; calls are serialized by it.
   void Update(uint64_t done, uint64_t total);
   // Final state, ends the bar's line.
@@ -32,6 +33,7 @@ class Progress {
   double Seconds() const { return std::chrono::duration<double>(Clock::now() - start_).count(); }
   FILE* out_;
   ProgressMode mode_;
+  std::string label_;
   Clock::time_point start_ = Clock::now();
   double last_print_ = -1;
   uint64_t last_done_ = 0;

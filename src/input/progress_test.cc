@@ -34,7 +34,7 @@ TEST(ReportJsonTest, FieldsAndEscaping) {
   r.stats.bytes_written = 1 << 20;
   r.stats.bytes_zeroed = 3 << 20;
   r.seconds = 2.0;
-  r.verify = "passed";
+  r.verify = VerifyOutcome::kPassed;
   std::string j = ReportJson(r);
   EXPECT_NE(j.find("\"ok\": true"), std::string::npos) << j;
   EXPECT_NE(j.find("\"image\": \"a\\\"b\\\\c.simg\""), std::string::npos) << j;

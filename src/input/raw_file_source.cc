@@ -17,7 +17,7 @@ class RawFileSource : public ImageSource {
  public:
   RawFileSource(UniqueFd fd, std::string name, uint64_t size)
       : fd_(std::move(fd)), name_(std::move(name)), size_(size) {}
-  std::string kind() const override { return "raw"; }
+  ImageForm form() const override { return {}; }
   std::optional<uint64_t> known_size() const override { return size_; }
   uint64_t image_size() const override { return size_; }
 

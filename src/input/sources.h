@@ -9,6 +9,7 @@
 #include "base/unique_fd.h"
 #include "input/bmap.h"
 #include "input/byte_reader.h"
+#include "input/compressed_size.h"
 #include "input/image_source.h"
 
 namespace flashpipe::input {
@@ -18,13 +19,13 @@ std::unique_ptr<ImageSource> MakeSparseFileSource(UniqueFd fd, std::string name,
                                                   sparse::DecoderOptions options);
 // A seekable raw file (or block device) of `size` bytes.
 std::unique_ptr<ImageSource> MakeRawFileSource(UniqueFd fd, std::string name, uint64_t size);
-// A sequential stream of sparse or raw content. `kind_prefix` is prepended
-// to the kind ("gzip+").
-std::unique_ptr<ImageSource> MakeStreamSource(std::unique_ptr<PeekReader> reader, std::string kind_prefix,
-                                              bool sparse, const SourceOptions& options);
+// A sequential stream of sparse or raw content, decompressed from
+// `compression` (kRaw: not compressed), of the expanded size `size` says.
+std::unique_ptr<ImageSource> MakeStreamSource(std::unique_ptr<PeekReader> reader, ImageKind compression,
+                                              bool sparse, const SourceOptions& options, SizeHint size);
 // A raw stream (any reader) written through a bmap.
 std::unique_ptr<ImageSource> MakeBmapSource(std::unique_ptr<ByteReader> reader, Bmap bmap,
-                                            std::string kind_prefix);
+                                            ImageKind compression);
 // A seekable raw file written through a bmap (zero-copy, hashed alongside).
 // REQUIRES: the file holds at least bmap.image_size bytes.
 std::unique_ptr<ImageSource> MakeBmapFileSource(UniqueFd fd, std::string name, Bmap bmap);

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "base/fd_io.h"
 #include "base/read_ahead.h"
 #include "input/sources.h"
 #include "sparse/format.h"
@@ -32,14 +33,7 @@ class HeaderWindow {
  private:
   Status Fill(uint64_t pos, size_t want) {
     want = std::min(want, buf_.size());
-    size_t got = 0;
-    while (got < want) {
-      ssize_t r = ::pread(fd_, buf_.data() + got, want - got, static_cast<off_t>(pos + got));
-      if (r < 0 && errno == EINTR) continue;
-      if (r < 0) return ErrnoError(fmt::format("read at input byte {}", pos + got));
-      if (r == 0) break;
-      got += static_cast<size_t>(r);
-    }
+    FP_ASSIGN_OR_RETURN(size_t got, PreadUpTo(fd_, std::span(buf_).first(want), pos, "the image"));
     start_ = pos;
     size_ = got;
     return Status::Ok();
@@ -56,9 +50,9 @@ class SparseFileSource : public ImageSource {
   SparseFileSource(UniqueFd fd, std::string name, uint64_t file_size, sparse::DecoderOptions options)
       : fd_(std::move(fd)), name_(std::move(name)), file_size_(file_size), options_(options) {
     uint8_t head[sparse::kFileHeaderSize] = {};
-    if (::pread(fd_.get(), head, sizeof head, 0) == sizeof head) header_ = sparse::ParseFileHeader(head);
+    if (PreadExact(fd_.get(), head, 0, name_).ok()) header_ = sparse::ParseFileHeader(head);
   }
-  std::string kind() const override { return "sparse"; }
+  ImageForm form() const override { return {.sparse = true}; }
   std::optional<uint64_t> known_size() const override { return header_.image_size(); }
   uint64_t image_size() const override { return header_.image_size(); }
 

@@ -1,6 +1,8 @@
 // StreamSource: an image read front to back once (stdin, a fifo, a
 // decompressor). Sparse content goes through the decoder in large slices;
 // raw content goes to the sink as it comes, zero runs as zero FILL.
+// Errors of the stream itself already name it ("gzip of x.gz: ..."); the
+// decoder's and the sink's get the stream's name in front.
 #include <algorithm>
 #include <cstring>
 #include <vector>
@@ -17,27 +19,35 @@ constexpr uint64_t kZeroBlock = 4096;
 
 class StreamSource : public ImageSource {
  public:
-  StreamSource(std::unique_ptr<PeekReader> reader, std::string kind_prefix, bool sparse,
-               const SourceOptions& options)
-      : reader_(std::move(reader)), prefix_(std::move(kind_prefix)), options_(options), sparse_(sparse) {}
+  StreamSource(std::unique_ptr<PeekReader> reader, ImageKind compression, bool sparse,
+               const SourceOptions& options, SizeHint size)
+      : reader_(std::move(reader)), compression_(compression), options_(options), sparse_(sparse),
+        hint_(size) {}
 
-  std::string kind() const override { return prefix_ + (sparse_ ? "sparse" : "raw"); }
-  std::optional<uint64_t> known_size() const override { return std::nullopt; }
+  ImageForm form() const override { return {.compression = compression_, .sparse = sparse_}; }
+  std::optional<uint64_t> known_size() const override { return hint_.exact; }
+  uint64_t min_size() const override { return hint_.at_least; }
   uint64_t image_size() const override { return size_; }
 
   Status Run(ImageSink* sink) override {
     Status s = sparse_ ? RunSparse(sink) : RunRaw(sink);
-    // A reader's own errors (e.g. a truncated gzip) already start with its name.
-    if (s.ok() || s.message().starts_with(reader_->name() + ":")) return s;
+    if (s.ok() || !read_error_.ok()) return s;
     return s.WithContext(reader_->name());
   }
 
  private:
+  // The reader's errors are kept apart: they carry the stream's name already.
+  Result<size_t> Read(std::span<uint8_t> buf, bool whole) {
+    auto n = whole ? reader_->ReadUpTo(buf) : reader_->Read(buf);
+    if (!n.ok()) read_error_ = n.status();
+    return n;
+  }
+
   Status RunSparse(ImageSink* sink) {
     sparse::Decoder dec(sink, options_.decoder);
     std::vector<uint8_t> buf(options_.read_size);
     while (true) {
-      FP_ASSIGN_OR_RETURN(size_t n, reader_->Read(buf));
+      FP_ASSIGN_OR_RETURN(size_t n, Read(buf, false));
       if (n == 0) break;
       FP_RETURN_IF_ERROR(dec.Feed(std::span(buf).first(n)));
     }
@@ -50,7 +60,7 @@ class StreamSource : public ImageSource {
     std::vector<uint8_t> buf(options_.read_size);
     while (true) {
       // Whole buffers keep zero-run detection aligned to the image offset.
-      FP_ASSIGN_OR_RETURN(size_t n, ReadFull(*reader_, buf));
+      FP_ASSIGN_OR_RETURN(size_t n, Read(buf, true));
       if (n == 0) break;
       auto data = std::span<const uint8_t>(buf).first(n);
       if (options_.detect_zeros) {
@@ -64,10 +74,12 @@ class StreamSource : public ImageSource {
   }
 
   std::unique_ptr<PeekReader> reader_;
-  std::string prefix_;
+  ImageKind compression_;
   SourceOptions options_;
   bool sparse_ = false;
+  SizeHint hint_;
   uint64_t size_ = 0;
+  Status read_error_;
 };
 
 }  // namespace
@@ -97,9 +109,9 @@ Status EmitRawDetectingZeros(ImageSink* sink, uint64_t offset, std::span<const u
   return Status::Ok();
 }
 
-std::unique_ptr<ImageSource> MakeStreamSource(std::unique_ptr<PeekReader> reader, std::string kind_prefix,
-                                              bool sparse, const SourceOptions& options) {
-  return std::make_unique<StreamSource>(std::move(reader), std::move(kind_prefix), sparse, options);
+std::unique_ptr<ImageSource> MakeStreamSource(std::unique_ptr<PeekReader> reader, ImageKind compression,
+                                              bool sparse, const SourceOptions& options, SizeHint size) {
+  return std::make_unique<StreamSource>(std::move(reader), compression, sparse, options, size);
 }
 
 }  // namespace flashpipe::input

@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "base/aligned_buffer.h"
+#include "base/fd_io.h"
 #include "io/queues.h"
 
 namespace flashpipe::io {
@@ -30,21 +31,12 @@ bool IsBlockDevice(int fd) {
   return fstat(fd, &st) == 0 && S_ISBLK(st.st_mode);
 }
 
+// Reads past the end of a regular file come back as zeros.
 Status Transfer(int fd, const IoOp& op) {
-  uint64_t done = 0;
-  while (done < op.length) {
-    ssize_t n = op.kind == OpKind::kWrite
-                    ? pwrite(fd, op.buf + done, op.length - done, op.offset + done)
-                    : pread(fd, op.buf + done, op.length - done, op.offset + done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return ErrnoError(DescribeOp(op) + " failed at byte 0x" + fmt::format("{:x}", op.offset + done));
-    if (n == 0 && op.kind == OpKind::kRead) {  // end of a regular file
-      std::memset(op.buf + done, 0, op.length - done);
-      return Status::Ok();
-    }
-    if (n == 0) return NoSpace(DescribeOp(op) + ": no progress at byte 0x" + fmt::format("{:x}", op.offset + done));
-    done += static_cast<uint64_t>(n);
-  }
+  std::string range = fmt::format("0x{:x}+{}", op.offset, op.length);
+  if (op.kind == OpKind::kWrite) return PwriteAll(fd, {op.buf, op.length}, op.offset, range);
+  FP_ASSIGN_OR_RETURN(size_t got, PreadUpTo(fd, {op.buf, op.length}, op.offset, range));
+  std::memset(op.buf + got, 0, op.length - got);
   return Status::Ok();
 }
 

@@ -8,14 +8,15 @@
 
 #include "io/extent_map.h"
 #include "io/image_writer.h"
-#include "io/io_test_util.h"
 #include "io/queues.h"
+#include "testing/image_events.h"
 #include "testing/reorder_queue.h"
+#include "testing/temp_dir.h"
 
 namespace flashpipe::io {
 namespace {
 
-using test::Event;
+using testing::Event;
 
 TEST(ExtentMapTest, SplitsAtExtentBoundaries) {
   auto m = ExtentMap::Create("dev", {{8192, 4096}, {0, 8192}, {65536, 4096}}, 1 << 20, 4096);
@@ -97,7 +98,7 @@ void Replay(ImageWriter& w, const std::vector<Event>& part, std::mt19937_64& rng
 
 void RunExtents(const Case& c, uint64_t seed) {
   SCOPED_TRACE(::testing::Message() << "seed " << seed << " blk " << c.blk << " fbl " << c.first_block_last);
-  test::TempDir dir;
+  testing::TempDir dir;
   std::mt19937_64 rng(seed);
   const uint64_t dev_size = 8 << 20;
   // Four extents of whole 4 KiB blocks, scattered and out of device order.
@@ -105,8 +106,8 @@ void RunExtents(const Case& c, uint64_t seed) {
                                        {2 << 20, (1 + rng() % 200) * 4096}, {7 << 20, 64 * 4096}};
   uint64_t window = 0;
   for (const auto& e : extents) window += e.length;
-  std::vector<uint8_t> medium = test::RandomBytes(rng, dev_size);
-  test::WriteAll(dir.File("dev"), medium);
+  std::vector<uint8_t> medium = testing::RandomBytes(rng, dev_size);
+  testing::WriteFile(dir.File("dev"), medium);
   auto t = Target::Open(dir.File("dev"), {});
   ASSERT_TRUE(t.ok());
   auto q = (*t)->MakeQueue(Backend::kUring, 4);
@@ -132,14 +133,14 @@ void RunExtents(const Case& c, uint64_t seed) {
     at += e.length;
   }
   for (int p = 0; p < c.parts; ++p) {
-    auto part = test::RandomPart(rng, c.blk, window / c.blk - (p ? rng() % 64 : 0));
+    auto part = testing::RandomPart(rng, c.blk, window / c.blk - (p ? rng() % 64 : 0));
     Replay(**w, part, rng);
-    for (const Event& e : part) test::ApplyToModel(e, model);
+    for (const Event& e : part) testing::ApplyToModel(e, model);
   }
   Status s = (*w)->Finish();
   ASSERT_TRUE(s.ok()) << s.ToString();
   EXPECT_GT(guard.ops, 0u);
-  std::vector<uint8_t> after = test::ReadAll(dir.File("dev"));
+  std::vector<uint8_t> after = testing::ReadFile(dir.File("dev"));
   ASSERT_EQ(after.size(), dev_size);
   at = 0;
   std::vector<bool> inside(dev_size, false);
@@ -165,8 +166,8 @@ TEST(ExtentWindowTest, WritesOnlyInsideTheExtentsInOrder) {
 }
 
 TEST(ExtentWindowTest, AnImagePastTheExtentsIsRefused) {
-  test::TempDir dir;
-  test::WriteAll(dir.File("dev"), std::vector<uint8_t>(1 << 20, 0x5a));
+  testing::TempDir dir;
+  testing::WriteFile(dir.File("dev"), std::vector<uint8_t>(1 << 20, 0x5a));
   auto t = Target::Open(dir.File("dev"), {});
   ASSERT_TRUE(t.ok());
   auto q = (*t)->MakeQueue(Backend::kSync, 1);

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "base/crc32.h"
+#include "base/fd_io.h"
 #include "base/zero.h"
 #include "io/writer_impl.h"
 
@@ -290,15 +291,7 @@ Result<uint32_t> ImageWriter::WriteRawFromFd(uint64_t out_offset, int fd, uint64
   FP_RETURN_IF_ERROR(impl_->CheckEvent(out_offset, n));
   uint32_t crc = 0;
   FP_RETURN_IF_ERROR(impl_->PutData(out_offset, n, [&](uint8_t* dst, uint64_t len, uint64_t at) {
-    uint64_t src = in_offset + (at - out_offset);
-    for (uint64_t done = 0; done < len;) {
-      ssize_t r = pread(fd, dst + done, len - done, static_cast<off_t>(src + done));
-      if (r < 0 && errno == EINTR) continue;
-      if (r < 0) return ErrnoError(fmt::format("source read at input byte 0x{:x}", src + done));
-      if (r == 0) return Corrupt(fmt::format("source ends at input byte 0x{:x} (expected {} more bytes)",
-                                             src + done, len - done));
-      done += static_cast<uint64_t>(r);
-    }
+    FP_RETURN_IF_ERROR(PreadExact(fd, {dst, len}, in_offset + (at - out_offset), "the image"));
     crc = Crc32Update(crc, dst, len);
     return Status::Ok();
   }));

@@ -96,6 +96,9 @@ struct WriterOptions {
 
 // A request size a user may ask for: a multiple of 4 KiB, 4 KiB to 64 MiB.
 Status CheckRequestSize(uint64_t bytes);
+// The request size used when none is asked for: the device's optimal I/O
+// size, else its largest request, clamped to 1..4 MiB (the reader uses it too).
+uint64_t DefaultRequestSize(const Geometry& geometry);
 
 class ImageWriter final : public WriteSink {
  public:

@@ -7,15 +7,16 @@
 #include <sys/stat.h>
 
 #include "base/crc32.h"
-#include "io/io_test_util.h"
 #include "io/queues.h"
 #include "testing/fault_queue.h"
+#include "testing/image_events.h"
 #include "testing/reorder_queue.h"
+#include "testing/temp_dir.h"
 
 namespace flashpipe::io {
 namespace {
 
-using test::Event;
+using testing::Event;
 
 struct Config {
   Backend backend = Backend::kUring;
@@ -69,7 +70,7 @@ void RunRandom(const Config& c, uint64_t seed) {
   SCOPED_TRACE(::testing::Message() << "seed " << seed << " blk " << c.blk << " fresh " << c.fresh << " rs "
                                   << c.request_size << " depth " << c.depth << " fbl " << c.first_block_last
                                   << " parts " << c.parts);
-  test::TempDir dir;
+  testing::TempDir dir;
   std::mt19937_64 rng(seed);
   uint64_t blocks = 40 + rng() % 700;
   uint64_t size = blocks * c.blk;
@@ -81,8 +82,8 @@ void RunRandom(const Config& c, uint64_t seed) {
     to.truncate_to = size;
     model.assign(size, 0);
   } else {
-    model = test::RandomBytes(rng, size + (rng() % 2) * 8192);
-    test::WriteAll(path, model);
+    model = testing::RandomBytes(rng, size + (rng() % 2) * 8192);
+    testing::WriteFile(path, model);
   }
   auto t = Target::Open(path, to);
   ASSERT_TRUE(t.ok()) << t.status().ToString();
@@ -98,15 +99,15 @@ void RunRandom(const Config& c, uint64_t seed) {
   ASSERT_TRUE(w.ok()) << w.status().ToString();
   int src = open(dir.File("source").c_str(), O_RDWR | O_CREAT, 0644);
   for (int p = 0; p < c.parts; ++p) {
-    auto part = test::RandomPart(rng, c.blk, blocks - (p ? rng() % (blocks / 2) : 0));
+    auto part = testing::RandomPart(rng, c.blk, blocks - (p ? rng() % (blocks / 2) : 0));
     Replay(**w, part, c.blk, rng, src);
-    for (const Event& e : part) test::ApplyToModel(e, model);
+    for (const Event& e : part) testing::ApplyToModel(e, model);
   }
   close(src);
   Status s = (*w)->Finish();
   ASSERT_TRUE(s.ok()) << s.ToString();
   EXPECT_EQ((*w)->stats().verified, c.verify);
-  ExpectSame(test::ReadAll(path), model, "target");
+  ExpectSame(testing::ReadFile(path), model, "target");
 }
 
 class WriterRandomTest : public ::testing::TestWithParam<Backend> {};
@@ -155,7 +156,7 @@ INSTANTIATE_TEST_SUITE_P(Backends, WriterRandomTest,
 
 // A file of `size` bytes on which one writer is set up.
 struct FileRig {
-  test::TempDir dir;
+  testing::TempDir dir;
   std::unique_ptr<Target> target;
   std::unique_ptr<IoQueue> queue;
   std::unique_ptr<testing::FaultQueue> fault;
@@ -164,7 +165,7 @@ struct FileRig {
     TargetOptions to;
     to.create = true;
     if (fresh) to.truncate_to = size;
-    else test::WriteAll(path(), std::vector<uint8_t>(size, 0xA5));
+    else testing::WriteFile(path(), std::vector<uint8_t>(size, 0xA5));
     auto t = Target::Open(path(), to);
     ASSERT_TRUE(t.ok()) << t.status().ToString();
     target = std::move(*t);
@@ -202,7 +203,7 @@ TEST(WriterZeroTest, AutoLeavesHolesOnFreshFile) {
   EXPECT_LE(AllocatedBytes(rig.path()), 2u << 20);
   EXPECT_EQ(w->stats().bytes_zeroed, 15u << 20);
   EXPECT_EQ(w->stats().bytes_written, 1u << 20);
-  auto got = test::ReadAll(rig.path());
+  auto got = testing::ReadFile(rig.path());
   EXPECT_TRUE(std::all_of(got.begin(), got.begin() + (15 << 20), [](uint8_t b) { return b == 0; }));
 }
 
@@ -212,7 +213,7 @@ TEST(WriterZeroTest, AutoPunchesOldContent) {
   auto w = rig.Writer();
   ASSERT_TRUE(w->OnFill(4096, (8 << 20) - 8192, 0).ok());
   ASSERT_TRUE(w->Finish().ok());
-  auto got = test::ReadAll(rig.path());
+  auto got = testing::ReadFile(rig.path());
   EXPECT_EQ(got[4095], 0xA5);
   EXPECT_EQ(got[(8 << 20) - 4096], 0xA5);
   EXPECT_TRUE(std::all_of(got.begin() + 4096, got.end() - 4096, [](uint8_t b) { return b == 0; }));
@@ -237,7 +238,7 @@ TEST(WriterZeroTest, WriteModeWritesRealZeros) {
 // under a zeroed run reads back as zeros; --zero-mode write writes them all.
 TEST(WriterZeroTest, ZeroRunsInsideRawDataAreZeroedNotWritten) {
   std::mt19937_64 rng(3);
-  std::vector<uint8_t> data = test::RandomBytes(rng, 4 << 20);
+  std::vector<uint8_t> data = testing::RandomBytes(rng, 4 << 20);
   std::fill(data.begin() + (1 << 20), data.begin() + (3 << 20), 0);        // 2 MiB run
   std::fill(data.begin() + 8192, data.begin() + 8192 + 32768, 0);          // 32 KiB: too short
   std::fill(data.begin() + (3 << 20) + 100, data.begin() + (3 << 20) + 200000, 0);  // unaligned edges
@@ -255,7 +256,7 @@ TEST(WriterZeroTest, ZeroRunsInsideRawDataAreZeroedNotWritten) {
     Status st = w->Finish();
     ASSERT_TRUE(st.ok()) << st.ToString();
     EXPECT_TRUE(w->stats().verified);
-    ExpectSame(test::ReadAll(rig.path()), data, mode == ZeroMode::kAuto ? "auto" : "write");
+    ExpectSame(testing::ReadFile(rig.path()), data, mode == ZeroMode::kAuto ? "auto" : "write");
     if (mode == ZeroMode::kAuto) {
       EXPECT_GE(w->stats().bytes_zeroed, (2u << 20) + 180000);
       EXPECT_LE(w->stats().bytes_written, (2u << 20) - 150000);
@@ -283,7 +284,7 @@ TEST(WriterPatternTest, LargeFillUsesSharedPatternRequests) {
   auto w = rig.Writer();
   ASSERT_TRUE(w->OnFill(0, 8 << 20, 0xDEADBEEF).ok());
   ASSERT_TRUE(w->Finish().ok());
-  auto got = test::ReadAll(rig.path());
+  auto got = testing::ReadFile(rig.path());
   for (size_t i = 0; i < got.size(); i += 4) ASSERT_EQ(got[i] | got[i + 3] << 24, 0xEF | 0xDE << 24) << i;
   EXPECT_EQ(max_write, 1u << 20);
   EXPECT_EQ(w->stats().requests, 8u);
@@ -298,7 +299,7 @@ TEST(WriterStockTest, SecondWriterReusesTheFirstWritersBuffers) {
   WriterOptions wo;
   wo.stock = &stock;
   std::mt19937_64 rng(5);
-  auto data = test::RandomBytes(rng, 3 << 20);
+  auto data = testing::RandomBytes(rng, 3 << 20);
   {
     auto w = rig.Writer(wo);
     ASSERT_TRUE(w->OnRaw(0, data).ok());
@@ -315,7 +316,7 @@ TEST(WriterStockTest, SecondWriterReusesTheFirstWritersBuffers) {
   }
   EXPECT_GT(stock.reused(), 4u);
   EXPECT_EQ(stock.kept_bytes(), kept);
-  auto got = test::ReadAll(rig.path());
+  auto got = testing::ReadFile(rig.path());
   EXPECT_TRUE(std::equal(data.begin(), data.end(), got.begin()));
   EXPECT_TRUE(std::equal(data.begin(), data.begin() + 5000, got.begin() + (4 << 20) + 100));
   EXPECT_EQ(got[(4 << 20) + 99], 0xA5);  // old content around the edit kept
@@ -353,7 +354,7 @@ TEST(WriterBorrowTest, AlignedStretchesFromCallerMemoryMatchModel) {
       EXPECT_TRUE(w->stats().verified);
       EXPECT_GT(w->stats().bytes_borrowed, 0u) << "seed " << seed;
       EXPECT_LT(w->stats().bytes_borrowed, w->stats().bytes_written);
-      ExpectSame(test::ReadAll(rig.path()), model, "borrow seed " + std::to_string(seed));
+      ExpectSame(testing::ReadFile(rig.path()), model, "borrow seed " + std::to_string(seed));
     }
   }
 }
@@ -386,12 +387,12 @@ TEST(WriterProgressTest, ReportsGrowingProgressAndStats) {
 }
 
 TEST(WriterMultiTest, TwoDevicesFromOneEventStream) {
-  test::TempDir dir;
+  testing::TempDir dir;
   std::mt19937_64 rng(7);
   const uint32_t blk = 1024;
   const uint64_t blocks = 3001, size = blocks * blk;
-  std::vector<uint8_t> old_b = test::RandomBytes(rng, size);
-  test::WriteAll(dir.File("b"), old_b);
+  std::vector<uint8_t> old_b = testing::RandomBytes(rng, size);
+  testing::WriteFile(dir.File("b"), old_b);
   TargetOptions fresh;
   fresh.create = true;
   fresh.truncate_to = size;
@@ -406,24 +407,24 @@ TEST(WriterMultiTest, TwoDevicesFromOneEventStream) {
   ASSERT_TRUE(w.ok());
   std::vector<uint8_t> model_a(size, 0), model_b = old_b;
   for (int p = 0; p < 2; ++p) {
-    auto part = test::RandomPart(rng, blk, blocks);
+    auto part = testing::RandomPart(rng, blk, blocks);
     Replay(**w, part, blk, rng, -1);
     for (const Event& e : part) {
-      test::ApplyToModel(e, model_a);
-      test::ApplyToModel(e, model_b);
+      testing::ApplyToModel(e, model_a);
+      testing::ApplyToModel(e, model_b);
     }
   }
   Status s = (*w)->Finish();
   ASSERT_TRUE(s.ok()) << s.ToString();
-  ExpectSame(test::ReadAll(dir.File("a")), model_a, "a");
-  ExpectSame(test::ReadAll(dir.File("b")), model_b, "b");
+  ExpectSame(testing::ReadFile(dir.File("a")), model_a, "a");
+  ExpectSame(testing::ReadFile(dir.File("b")), model_b, "b");
 }
 
 TEST(WriterVerifyTest, CatchesCorruptionAfterWrite) {
   FileRig rig;
   rig.Open(4 << 20);
   std::mt19937_64 rng(3);
-  auto data = test::RandomBytes(rng, 3 << 20);
+  auto data = testing::RandomBytes(rng, 3 << 20);
   bool corrupted = false;
   rig.fault->BeforeSync([&] {
     if (corrupted) return;
@@ -439,7 +440,7 @@ TEST(WriterVerifyTest, CatchesCorruptionAfterWrite) {
   ASSERT_TRUE(w->OnRaw(0, data).ok());
   ASSERT_TRUE(w->OnFill(3 << 20, 1 << 20, 0x01020304).ok());
   Status s = w->Finish();
-  EXPECT_EQ(s.code(), Code::kCorrupt);
+  EXPECT_EQ(s.code(), Code::kMismatch);
   EXPECT_NE(s.message().find("image offset 0x25000"), std::string::npos) << s.ToString();
   EXPECT_FALSE(w->stats().verified);
 }
@@ -458,7 +459,7 @@ TEST(WriterVerifyTest, CatchesCorruptedFill) {
   auto w = rig.Writer(wo);
   ASSERT_TRUE(w->OnFill(0, 4 << 20, 0).ok());
   Status s = w->Finish();
-  EXPECT_EQ(s.code(), Code::kCorrupt);
+  EXPECT_EQ(s.code(), Code::kMismatch);
   EXPECT_NE(s.message().find("image offset 0x202000"), std::string::npos) << s.ToString();
 }
 
@@ -476,7 +477,7 @@ TEST(WriterFirstBlockTest, FirstMiBWrittenAfterSync) {
   wo.verify = true;
   auto w = rig.Writer(wo);
   std::mt19937_64 rng(5);
-  auto data = test::RandomBytes(rng, 6 << 20);
+  auto data = testing::RandomBytes(rng, 6 << 20);
   ASSERT_TRUE(w->OnRaw(0, data).ok());
   ASSERT_TRUE(w->Finish().ok());
   EXPECT_EQ(syncs, 2);
@@ -487,7 +488,7 @@ TEST(WriterFirstBlockTest, FirstMiBWrittenAfterSync) {
     EXPECT_GE(writes[i].first, 1u << 20);
     EXPECT_EQ(writes[i].second, 0);
   }
-  ExpectSame(test::ReadAll(rig.path()), data, "target");
+  ExpectSame(testing::ReadFile(rig.path()), data, "target");
 }
 
 }  // namespace

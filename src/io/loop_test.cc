@@ -1,12 +1,15 @@
 // The engine on real block devices: loop devices with direct I/O over a file
 // in a temp dir (needs root, which the test machines have). Every device is
 // detached when its test ends, pass or fail.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdio>
 
 #include "io/image_writer.h"
-#include "io/io_test_util.h"
+#include "testing/image_events.h"
+#include "testing/temp_dir.h"
 
 namespace flashpipe::io {
 namespace {
@@ -25,9 +28,9 @@ std::string Shell(const std::string& cmd) {
 // A loop device over `size` bytes of `content` (random if empty).
 class LoopDevice {
  public:
-  LoopDevice(const test::TempDir& dir, const std::vector<uint8_t>& content) {
+  LoopDevice(const testing::TempDir& dir, const std::vector<uint8_t>& content) {
     backing_ = dir.File("backing");
-    test::WriteAll(backing_, content);
+    testing::WriteFile(backing_, content);
     path_ = Shell("losetup --direct-io=on -f --show " + backing_ + " 2>/dev/null");
   }
   ~LoopDevice() {
@@ -45,15 +48,15 @@ class LoopTest : public ::testing::TestWithParam<Backend> {
   void SetUp() override {
     if (geteuid() != 0) GTEST_SKIP() << "loop devices need root";
     std::mt19937_64 rng(11);
-    content_ = test::RandomBytes(rng, kSize);
+    content_ = testing::RandomBytes(rng, kSize);
     loop_ = std::make_unique<LoopDevice>(dir_, content_);
     ASSERT_FALSE(loop_->path().empty()) << "losetup failed";
   }
   void TearDown() override { loop_.reset(); }
-  std::vector<uint8_t> Read() { return test::ReadAll(loop_->path()); }
+  std::vector<uint8_t> Read() { return testing::ReadFile(loop_->path()); }
 
   static constexpr uint64_t kSize = 24 << 20;
-  test::TempDir dir_;
+  testing::TempDir dir_;
   std::vector<uint8_t> content_;
   std::unique_ptr<LoopDevice> loop_;
 };
@@ -105,12 +108,12 @@ TEST_P(LoopTest, RandomImagesMatchModel) {
     auto w = ImageWriter::Create({DeviceFor(**t, q->get())}, wo);
     ASSERT_TRUE(w.ok());
     for (uint32_t blk : {4096u, 1024u}) {
-      for (const auto& e : test::RandomPart(rng, blk, kSize / blk - rng() % 100)) {
-        Status s = e.kind == test::Event::kRaw    ? (*w)->OnRaw(e.offset, e.data)
-                   : e.kind == test::Event::kFill ? (*w)->OnFill(e.offset, e.length, e.pattern)
+      for (const auto& e : testing::RandomPart(rng, blk, kSize / blk - rng() % 100)) {
+        Status s = e.kind == testing::Event::kRaw    ? (*w)->OnRaw(e.offset, e.data)
+                   : e.kind == testing::Event::kFill ? (*w)->OnFill(e.offset, e.length, e.pattern)
                                                   : (*w)->OnSkip(e.offset, e.length);
         ASSERT_TRUE(s.ok()) << s.ToString();
-        test::ApplyToModel(e, model);
+        testing::ApplyToModel(e, model);
       }
     }
     Status s = (*w)->Finish();

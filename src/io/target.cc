@@ -10,6 +10,7 @@
 
 #include <fstream>
 
+#include "io/device_users.h"
 #include "io/queues.h"
 
 #ifndef STATX_DIOALIGN
@@ -82,19 +83,47 @@ void FileGeometry(const struct stat& st, Geometry* g) {
   g->max_request = 1 << 20;
 }
 
-Result<UniqueFd> OpenFd(const std::string& path, int flags, bool* direct) {
+Result<UniqueFd> OpenFd(const std::string& path, int flags, bool force, bool* direct) {
   int fd = open(path.c_str(), flags | O_DIRECT | O_CLOEXEC, 0644);
   if (fd < 0 && errno == EINVAL) {  // filesystem without O_DIRECT (tmpfs < 6.6)
-    fd = open(path.c_str(), flags | O_CLOEXEC, 0644);
+    // The refused open has already created a new file: open that one.
+    fd = open(path.c_str(), (flags & ~O_EXCL) | O_CLOEXEC, 0644);
     *direct = false;
   }
-  if (fd < 0 && errno == EBUSY)
-    return Busy(path + ": device is in use (mounted or opened exclusively); --force overrides");
+  if (fd < 0 && errno == EBUSY) {
+    struct stat st;
+    std::string what = "mounted or opened exclusively";
+    if (::stat(path.c_str(), &st) == 0 && S_ISBLK(st.st_mode)) {
+      BlockUse use = UseOfBlockDevice(st.st_rdev);
+      if (use.in_use()) what = use.Why();
+    }
+    return DeviceBusy(path, what, force);
+  }
   if (fd < 0) return ErrnoError("cannot open " + path);
   return UniqueFd(fd);
 }
 
+// O_DIRECT on a descriptor someone else opened; stays buffered where the
+// filesystem refuses it.
+bool EnableDirect(int fd) {
+  int fl = fcntl(fd, F_GETFL);
+  return fl >= 0 && ((fl & O_DIRECT) || fcntl(fd, F_SETFL, fl | O_DIRECT) == 0);
+}
+
 }  // namespace
+
+bool IsDevicePath(const std::string& path) {
+  return path.starts_with("/dev/") && !path.starts_with("/dev/shm/");
+}
+
+Status DeviceBusy(const std::string& path, const std::string& what, bool force) {
+  if (force) {
+    return Busy(fmt::format("{}: device is in use ({}) and the kernel refuses to open it for writing "
+                            "even with --force; unmount it or stop what holds it first", path, what));
+  }
+  return Busy(fmt::format("{}: device is in use ({}); unmount it or stop what holds it, "
+                          "or --force to write anyway", path, what));
+}
 
 Result<Backend> ParseBackend(std::string_view name) {
   if (name == "auto") return Backend::kAuto;
@@ -108,44 +137,70 @@ Result<std::unique_ptr<Target>> Target::Open(const std::string& path, const Targ
   struct stat st;
   bool exists = stat(path.c_str(), &st) == 0;
   if (!exists && errno != ENOENT) return ErrnoError("cannot stat " + path);
-  // A missing node under /dev is a device that is not there (unplugged card,
-  // typo), never a file to create on the devtmpfs; /dev/shm is ordinary tmpfs.
-  bool dev_path = path.rfind("/dev/", 0) == 0 && path.rfind("/dev/shm/", 0) != 0;
-  if (!exists && (dev_path || !options.create))
+  if (!exists && (IsDevicePath(path) || !options.create))
     return NotFound(path + ": no such file or device");
+  if (!exists && lstat(path.c_str(), &st) == 0) {
+    return InvalidArgument(path + ": is a symbolic link to a path that does not exist; "
+                                  "refusing to create a file through it");
+  }
   if (exists && !S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode))
     return InvalidArgument(path + ": not a regular file or block device");
   bool blk = exists && S_ISBLK(st.st_mode);
 
   int flags = options.read_only ? O_RDONLY : O_RDWR;
   if (blk && !options.force && !options.read_only) flags |= O_EXCL;
-  if (!blk && !exists) flags |= O_CREAT;
+  if (!blk && !exists) flags |= O_CREAT | O_EXCL | O_NOFOLLOW;
   auto t = std::unique_ptr<Target>(new Target());
   t->path_ = path;
-  FP_ASSIGN_OR_RETURN(t->fd_, OpenFd(path, flags, &t->geometry_.direct));
-  if (fstat(t->fd_.get(), &st) != 0) return ErrnoError("cannot stat " + path);
-  if (!blk && options.truncate_to > 0 && !options.read_only) {
-    // Drop the old content first: a fresh file reads back zeros everywhere,
-    // which lets the writer leave zero ranges as holes.
-    if (ftruncate(t->fd_.get(), 0) != 0 ||
-        ftruncate(t->fd_.get(), static_cast<off_t>(options.truncate_to)) != 0)
-      return ErrnoError(fmt::format("{}: cannot set size to {}", path, options.truncate_to));
-    t->fresh_ = true;
-    st.st_size = static_cast<off_t>(options.truncate_to);
-  }
-  Geometry& g = t->geometry_;
+  FP_ASSIGN_OR_RETURN(t->fd_, OpenFd(path, flags, options.force, &t->geometry_.direct));
+  FP_RETURN_IF_ERROR(t->Setup(options, blk));
+  return t;
+}
+
+Result<std::unique_ptr<Target>> Target::Adopt(UniqueFd fd, std::string name, const TargetOptions& options) {
+  auto t = std::unique_ptr<Target>(new Target());
+  t->path_ = std::move(name);
+  t->fd_ = std::move(fd);
+  t->geometry_.direct = EnableDirect(t->fd_.get());
+  FP_RETURN_IF_ERROR(t->Setup(options, false));
+  return t;
+}
+
+// Size (truncate_to), geometry and window of the opened descriptor.
+Status Target::Setup(const TargetOptions& options, bool blk) {
+  if (!blk && options.truncate_to > 0 && !options.read_only) FP_RETURN_IF_ERROR(Truncate(options.truncate_to));
+  struct stat st;
+  if (fstat(fd_.get(), &st) != 0) return ErrnoError("cannot stat " + path_);
+  Geometry& g = geometry_;
   if (blk) {
-    FP_RETURN_IF_ERROR(BlockGeometry(t->fd_.get(), st, path, &g));
+    FP_RETURN_IF_ERROR(BlockGeometry(fd_.get(), st, path_, &g));
   } else {
     FileGeometry(st, &g);
   }
-  ApplyDioAlign(t->fd_.get(), &g);
+  ApplyDioAlign(fd_.get(), &g);
   if (options.window_offset > g.size || options.window_size > g.size - options.window_offset)
-    return NoSpace(fmt::format("{}: window 0x{:x}+{} lies beyond the end (size {})", path,
+    return NoSpace(fmt::format("{}: window 0x{:x}+{} lies beyond the end (size {})", path_,
                                options.window_offset, options.window_size, g.size));
-  t->window_offset_ = options.window_offset;
-  t->window_size_ = options.window_size ? options.window_size : g.size - options.window_offset;
-  return t;
+  window_offset_ = options.window_offset;
+  window_size_ = options.window_size ? options.window_size : g.size - options.window_offset;
+  return Status::Ok();
+}
+
+Status Target::Truncate(uint64_t size) {
+  if (geometry_.block_device) return InvalidArgument(path_ + ": a block device cannot be truncated");
+  // Drop the old content first: a fresh file reads back zeros everywhere,
+  // which lets the writer leave zero ranges as holes.
+  if (size > static_cast<uint64_t>(INT64_MAX)) {
+    return IoError(fmt::format("{}: cannot set size to {}", path_, size), EFBIG);
+  }
+  if (ftruncate(fd_.get(), 0) != 0 || ftruncate(fd_.get(), static_cast<off_t>(size)) != 0) {
+    return ErrnoError(fmt::format("{}: cannot set size to {}", path_, size));
+  }
+  fresh_ = true;
+  geometry_.size = size;
+  window_offset_ = 0;
+  window_size_ = size;
+  return Status::Ok();
 }
 
 std::unique_ptr<Target> Target::FromFd(UniqueFd fd, std::string name, Geometry geometry,

@@ -7,8 +7,11 @@
 //
 // Block devices: opened O_RDWR|O_DIRECT|O_EXCL (refused when mounted or in use
 // unless force), never created: a missing /dev path is an error, not a new
-// file. Regular files: created if asked, O_DIRECT when the filesystem allows
-// it (tmpfs does not: then buffered, and geometry says so).
+// file. Regular files: created if asked (O_EXCL|O_NOFOLLOW: never through a
+// symlink, so a dangling link is refused rather than followed), O_DIRECT when
+// the filesystem allows it (tmpfs does not: then buffered, and geometry says
+// so). Adopt() wraps a file someone else created (an AtomicFile's temporary
+// file) the same way.
 // Geometry: BLKSSZGET, BLKPBSZGET, BLKIOOPT, queue/max_sectors_kb,
 // max_segments and max_segment_size, statx STATX_DIOALIGN; files use 4096
 // unless statx says otherwise.
@@ -49,12 +52,25 @@ struct TargetOptions {
   uint64_t window_size = 0;   // partition size; 0 = to the end
 };
 
+// A path under /dev (but not /dev/shm): a missing one is a device that is not
+// there (unplugged card, typo), never a file to create on the devtmpfs.
+bool IsDevicePath(const std::string& path);
+
+// The refusal of a block device that is in use (EBUSY on open). With `force`
+// no O_EXCL was asked for, so the kernel itself refuses writes to it: the
+// message then says what to do instead of suggesting --force.
+Status DeviceBusy(const std::string& path, const std::string& what, bool force);
+
 enum class Backend { kAuto, kUring, kThreads, kSync };
 Result<Backend> ParseBackend(std::string_view name);  // auto|io_uring|threads|sync
 
 class Target {
  public:
   static Result<std::unique_ptr<Target>> Open(const std::string& path, const TargetOptions& options);
+  // A regular file opened read-write by the caller: O_DIRECT is switched on
+  // where the filesystem allows it; truncate_to and the window apply as in
+  // Open. `name` is used in messages.
+  static Result<std::unique_ptr<Target>> Adopt(UniqueFd fd, std::string name, const TargetOptions& options);
   // A target over an fd someone else opened (tests, bench).
   static std::unique_ptr<Target> FromFd(UniqueFd fd, std::string name, Geometry geometry,
                                         uint64_t window_offset = 0, uint64_t window_size = 0);
@@ -67,6 +83,9 @@ class Target {
   // Opened with truncate_to: the old content was dropped, so every byte reads
   // back as zero until written (the writer may leave zero ranges as holes).
   bool fresh() const { return fresh_; }
+  // Regular files: drops the content and sets the size (fresh() after it);
+  // the window becomes the whole file.
+  Status Truncate(uint64_t size);
   // OK when [offset, offset+length) lies inside the window (offsets are
   // relative to the window). The error names the target and the range.
   Status CheckRange(uint64_t offset, uint64_t length) const;
@@ -76,6 +95,7 @@ class Target {
 
  private:
   Target() = default;
+  Status Setup(const TargetOptions& options, bool block_device);
   std::string path_;
   UniqueFd fd_;
   Geometry geometry_;

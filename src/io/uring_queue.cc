@@ -13,6 +13,7 @@
 #include <sys/uio.h>
 #include <vector>
 
+#include "base/fd_io.h"
 #include "io/queues.h"
 
 namespace flashpipe::io {
@@ -83,8 +84,7 @@ class UringQueue final : public IoQueue {
     if (!ready_.empty()) return PopReady();
     for (;;) {
       io_uring_cqe* cqe;
-      int r = io_uring_wait_cqe(&ring_, &cqe);
-      if (r == -EINTR) continue;
+      int r = RetryOnNegativeEintr([&] { return io_uring_wait_cqe(&ring_, &cqe); });
       if (r < 0) return IoError("io_uring_wait_cqe failed", -r);
       unsigned slot = static_cast<unsigned>(io_uring_cqe_get_data64(cqe));
       int res = cqe->res;

@@ -23,6 +23,9 @@ struct WriteStats {
   uint64_t bytes_discarded = 0;
   uint64_t bytes_skipped = 0;    // DONT_CARE left alone
   uint64_t requests = 0;
+  // End (image offset) of the furthest write, zeroout or discard issued to
+  // any device: after a failure, nothing at or beyond it was changed.
+  uint64_t changed_end = 0;
   bool verified = false;         // verify ran and matched
 };
 

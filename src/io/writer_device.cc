@@ -70,6 +70,7 @@ Status ImageWriter::Impl::Issue(DevState& d, OpKind kind, uint64_t begin, uint64
   };
   while (overlaps()) FP_RETURN_IF_ERROR(WaitDevice(d));
   first_tag = next_tag;
+  if (kind != OpKind::kRead) stats.changed_end = std::max(stats.changed_end, begin + length);
   // One op per extent the range touches (a plain window has one extent).
   Status s = d.map.Split(begin, length, [&](uint64_t device_offset, uint64_t at, uint64_t n) {
     while (q->in_flight() >= q->depth()) FP_RETURN_IF_ERROR(WaitDevice(d));

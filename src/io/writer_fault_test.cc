@@ -3,8 +3,9 @@
 #include <gtest/gtest.h>
 
 #include "io/image_writer.h"
-#include "io/io_test_util.h"
 #include "testing/fault_queue.h"
+#include "testing/image_events.h"
+#include "testing/temp_dir.h"
 
 namespace flashpipe::io {
 namespace {
@@ -16,7 +17,7 @@ class WriterFaultTest : public ::testing::TestWithParam<Backend> {
     TargetOptions o;
     o.create = true;
     if (fresh) o.truncate_to = 16 << 20;
-    else test::WriteAll(path(), std::vector<uint8_t>(16 << 20, 0x5A));
+    else testing::WriteFile(path(), std::vector<uint8_t>(16 << 20, 0x5A));
     o.window_offset = window_offset;
     o.window_size = window_size;
     auto t = Target::Open(path(), o);
@@ -36,7 +37,7 @@ class WriterFaultTest : public ::testing::TestWithParam<Backend> {
   // the first error (from a slice or from Finish).
   Status WriteRaw(ImageWriter& w, uint64_t bytes, uint64_t at = 0) {
     std::mt19937_64 rng(9);
-    data_ = test::RandomBytes(rng, bytes);
+    data_ = testing::RandomBytes(rng, bytes);
     for (uint64_t off = 0; off < bytes; off += 65536) {
       Status s = w.OnRaw(at + off, {data_.data() + off, std::min<uint64_t>(65536, bytes - off)});
       if (!s.ok()) return s;
@@ -45,7 +46,7 @@ class WriterFaultTest : public ::testing::TestWithParam<Backend> {
   }
   std::string path() const { return dir_.File("t.img"); }
 
-  test::TempDir dir_;
+  testing::TempDir dir_;
   std::unique_ptr<Target> target_;
   std::unique_ptr<IoQueue> inner_;
   std::unique_ptr<testing::FaultQueue> fault_;
@@ -81,7 +82,7 @@ TEST_P(WriterFaultTest, ShortWritesStillGiveTheRightContent) {
   wo.verify = true;
   auto w = Writer(wo);
   ASSERT_TRUE(WriteRaw(*w, 5 << 20).ok());
-  auto got = test::ReadAll(path());
+  auto got = testing::ReadFile(path());
   EXPECT_TRUE(std::equal(data_.begin(), data_.end(), got.begin()));
 }
 
@@ -129,10 +130,10 @@ TEST_P(WriterFaultTest, NothingOutsideTheWindow) {
   Open(off, size, /*fresh=*/false);
   auto w = Writer();
   std::mt19937_64 rng(2);
-  auto part = test::RandomPart(rng, 1024, size / 1024);
+  auto part = testing::RandomPart(rng, 1024, size / 1024);
   for (const auto& e : part) {
-    Status s = e.kind == test::Event::kRaw    ? w->OnRaw(e.offset, e.data)
-               : e.kind == test::Event::kFill ? w->OnFill(e.offset, e.length, e.pattern)
+    Status s = e.kind == testing::Event::kRaw    ? w->OnRaw(e.offset, e.data)
+               : e.kind == testing::Event::kFill ? w->OnFill(e.offset, e.length, e.pattern)
                                               : w->OnSkip(e.offset, e.length);
     ASSERT_TRUE(s.ok()) << s.ToString();
   }
@@ -147,9 +148,9 @@ TEST_P(WriterFaultTest, NothingOutsideTheWindow) {
   EXPECT_GE(fault_->min_offset_written(), off);
   std::vector<uint8_t> model(16 << 20, 0x5A);
   std::vector<uint8_t> window(model.begin() + off, model.begin() + off + size);
-  for (const auto& e : part) test::ApplyToModel(e, window);
+  for (const auto& e : part) testing::ApplyToModel(e, window);
   std::copy(window.begin(), window.end(), model.begin() + off);
-  EXPECT_EQ(test::ReadAll(path()), model);
+  EXPECT_EQ(testing::ReadFile(path()), model);
 }
 
 TEST_P(WriterFaultTest, TooBigImageRefusedBeforeAnyWrite) {

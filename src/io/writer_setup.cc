@@ -42,12 +42,12 @@ Result<uint64_t> CommonAlignment(const std::vector<Device>& devices) {
   return a;
 }
 
+}  // namespace
+
 uint64_t DefaultRequestSize(const Geometry& g) {
   uint64_t rs = g.optimal_io ? g.optimal_io : g.max_request;
   return std::clamp<uint64_t>(rs, kMiB, kMaxRequest);
 }
-
-}  // namespace
 
 Device DeviceFor(const Target& target, IoQueue* queue) {
   Device d;

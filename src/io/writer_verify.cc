@@ -60,7 +60,7 @@ Status ImageWriter::Impl::Verify(DevState& d) {
       uint32_t got = Crc32Update(0, pool[p.buf].data() + (off - p.chunk.begin), bs);
       uint32_t want = e.is_pattern ? pattern_crc : e.crcs[(off - p.chunk.extent_begin) / bs];
       if (got != want)
-        s = Corrupt(fmt::format("verify: {} differs from the image in the {}-byte block at image offset 0x{:x} "
+        s = Mismatch(fmt::format("verify: {} differs from the image in the {}-byte block at image offset 0x{:x} "
                                 "(device offset 0x{:x})", d.dev.name, bs, off, d.map.DeviceOffset(off)));
     }
     --pool_refs[p.buf];

@@ -1,12 +1,15 @@
 // Tests of resparse, simg2img (ExpandToPath), append2simg and DecodeFd.
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <random>
 #include <string>
 #include <thread>
@@ -138,6 +141,103 @@ TEST(ExpandTest, FailureKeepsOldOutputAndLeavesNoTemp) {
                                          "bytes) at input byte 0x201e");
   EXPECT_EQ(ReadFile(dir / "out"), (std::vector<uint8_t>{'o', 'l', 'd'}));
   EXPECT_EQ(std::distance(fs::directory_iterator(dir.path()), fs::directory_iterator()), 2);
+}
+
+// Runs `body` in a child process whose files may not grow past `limit`
+// bytes (a stand-in for a full disk that needs no filesystem of our own:
+// writes past it fail with EFBIG) and returns its exit status.
+int InChildWithFileSizeLimit(uint64_t limit, const std::function<bool()>& body) {
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    ::signal(SIGXFSZ, SIG_IGN);
+    rlimit lim{limit, limit};
+    ::setrlimit(RLIMIT_FSIZE, &lim);
+    ::_exit(body() ? 0 : 1);
+  }
+  int status = -1;
+  ::waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+// The writer thread fails part way while the decoder goes on: the error
+// comes back, the old output stays, no temp is left.
+TEST(ExpandTest, AWriteFailureWhileDecodingLeavesTheOldOutputAndNoTemp) {
+  TempDir dir;
+  SparseBuilder b(4096);
+  b.RawBlocks(1024, 1).Fill(256, 0x12345678).RawBlocks(1024, 2);  // 9 MiB expanded
+  WriteFile(dir / "in", b.Build());
+  WriteFile(dir / "out", {'o', 'l', 'd'});
+  std::string message;
+  int rc = InChildWithFileSizeLimit(2 << 20, [&] {
+    Status s = ExpandToPath(std::vector<std::string>{dir / "in"}, dir / "out", {});
+    return s.message().find(" at byte 0x200000") != std::string::npos && s.ToString().ends_with("File too large");
+  });
+  EXPECT_EQ(rc, 0);
+  EXPECT_EQ(ReadFile(dir / "out"), (std::vector<uint8_t>{'o', 'l', 'd'}));
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir.path()), fs::directory_iterator()), 2);
+}
+
+// The decoder fails (a stream cut short) while the writer has work queued.
+TEST(ExpandTest, AStreamCutShortFailsWithTheDecodersErrorAndLeavesNoOutput) {
+  TempDir dir;
+  SparseBuilder b(4096);
+  b.RawBlocks(3000, 3).DontCare(5).RawBlocks(10, 4);
+  auto simg = b.Build();
+  simg.resize(simg.size() - 4096 * 5);
+  int p[2];
+  ASSERT_EQ(::pipe(p), 0);
+  pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    ::close(p[1]);
+    ::dup2(p[0], STDIN_FILENO);
+    Status s = ExpandToPath(std::vector<std::string>{"-"}, dir / "out", {});
+    bool ok = s.message() == "stdin: chunk 2 at input byte 0xbb8034: truncated RAW payload (20480 of 40960 bytes) "
+                             "at input byte 0xbbd040" && !fs::exists(dir / "out");
+    ::_exit(ok ? 0 : 1);
+  }
+  ::close(p[0]);
+  for (size_t off = 0; off < simg.size();) off += ::write(p[1], simg.data() + off, std::min<size_t>(1 << 16, simg.size() - off));
+  ::close(p[1]);
+  int status = -1;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir.path()), fs::directory_iterator()), 0);
+}
+
+// Reading ahead and writing behind change nothing in what is written: an
+// overlay of parts read in small pieces by several threads into a small
+// write ring gives the image decoded directly.
+TEST(ExpandTest, SmallPiecesAndBuffersGiveTheSameOverlay) {
+  TempDir dir;
+  std::mt19937 rng(21);
+  SparseBuilder a(1024), c(1024);
+  for (int i = 0; i < 60; ++i) {
+    uint32_t n = rng() % 40 + 1;
+    switch (rng() % 4) {
+      case 0: a.Fill(n, rng() % 2 ? 0 : rng()); c.DontCare(n); break;
+      case 1: a.DontCare(n); c.RawBlocks(n, rng()); break;
+      case 2: a.RawBlocks(n, rng()); c.Fill(n, rng() % 2 ? 0 : rng()); break;
+      default: a.RawBlocks(n, rng()); c.RawBlocks(n, rng());
+    }
+  }
+  auto simg_a = a.Build(), simg_c = c.Build();
+  WriteFile(dir / "a", simg_a);
+  WriteFile(dir / "c", simg_c);
+  ASSERT_TRUE(ExpandToPath(std::vector<std::string>{dir / "a", dir / "c"}, dir / "want", {}).ok());
+  UniqueFd out(::open((dir / "got").c_str(), O_RDWR | O_CREAT | O_EXCL, 0644));
+  FdImageSink sink(out.get(), "got", FdImageSink::Kind::kFile, 0, {.buffer_size = 8192, .buffers = 2});
+  for (const char* name : {"a", "c"}) {
+    UniqueFd in(::open((dir / name).c_str(), O_RDONLY));
+    ReadAhead reader(in.get(), name, ReadAhead::OneRange(0, ReadAhead::kToEof),
+                     {.buffer_size = 4096, .buffers = 4, .threads = 3});
+    auto end = DecodeAhead(reader, sink, {});
+    ASSERT_TRUE(end.ok()) << end.status().ToString();
+    EXPECT_EQ(*end, ReadFile(dir / name).size());
+  }
+  ASSERT_TRUE(sink.Finish().ok());
+  ASSERT_EQ(::ftruncate(out.get(), static_cast<off_t>(sink.image_size())), 0);
+  EXPECT_EQ(ReadFile(dir / "got"), ReadFile(dir / "want"));
 }
 
 TEST(AppendTest, AppendsRawBlocksAndKeepsLargerHeaders) {

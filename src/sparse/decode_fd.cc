@@ -34,6 +34,19 @@ Status DecodeFd(int fd, Sink& sink, DecoderOptions options, std::string_view nam
   return decoder.Finish();
 }
 
+Result<uint64_t> DecodeAhead(ReadAhead& in, Sink& sink, DecoderOptions options, std::span<const uint8_t> head) {
+  Decoder decoder(&sink, options);
+  FP_RETURN_IF_ERROR(decoder.Feed(head));
+  for (;;) {
+    FP_ASSIGN_OR_RETURN(ReadAhead::Piece piece, in.Next());
+    if (piece.data.empty()) {
+      FP_RETURN_IF_ERROR(decoder.Finish());
+      return piece.offset;
+    }
+    FP_RETURN_IF_ERROR(decoder.Feed(piece.data));
+  }
+}
+
 Result<FileHeader> ReadHeader(int fd, std::string_view name, std::vector<uint8_t>* head) {
   uint8_t bytes[kFileHeaderSize];
   FP_ASSIGN_OR_RETURN(size_t n, ReadUpTo(fd, bytes, name, head->size()));

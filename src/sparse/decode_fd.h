@@ -4,6 +4,9 @@
 // with large reads into one fixed buffer and feeds it to a Decoder, then
 // calls Finish(). Memory is the buffer only, whatever the image size.
 //
+// DecodeAhead does the same from a ReadAhead (sparse/read_ahead.h): the
+// input is read on threads of their own while the decoder and the sink work.
+//
 // ReadHeader and CheckSparseFile look at an input before anything is
 // written, so that a tool can refuse a bad input before it creates or
 // changes an output: ReadHeader checks the file header of a stream (the
@@ -22,6 +25,7 @@
 #include "base/status.h"
 #include "sparse/decoder.h"
 #include "sparse/format.h"
+#include "sparse/read_ahead.h"
 #include "sparse/sink.h"
 
 namespace flashpipe::sparse {
@@ -34,6 +38,11 @@ inline constexpr size_t kDecodeFdBufferSize = size_t{4} << 20;
 // returned as they are (they carry the chunk index and input offset).
 Status DecodeFd(int fd, Sink& sink, DecoderOptions options, std::string_view name = "sparse input",
                 std::span<const uint8_t> head = {});
+
+// Decodes `head` (bytes already read, see ReadHeader), then every piece of
+// `in` in order, then calls Finish(). Returns the input offset after the
+// last piece. Read errors are ReadAhead's (name and byte offset).
+Result<uint64_t> DecodeAhead(ReadAhead& in, Sink& sink, DecoderOptions options, std::span<const uint8_t> head = {});
 
 // Reads the 28-byte file header from `fd`'s current position and checks it
 // as the decoder does; the bytes read are appended to `*head`.

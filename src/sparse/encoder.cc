@@ -6,13 +6,16 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <memory>
+#include <optional>
 #include <vector>
 
-#include "base/aligned_buffer.h"
 #include "base/crc32.h"
 #include "base/endian.h"
 #include "base/fd_io.h"
 #include "sparse/files.h"
+#include "sparse/read_ahead.h"
+#include "sparse/write_behind.h"
 
 namespace flashpipe::sparse {
 
@@ -37,8 +40,6 @@ bool IsUniformBlock(std::span<const uint8_t> block, uint32_t* pattern) {
 }
 
 namespace {
-
-constexpr size_t kReadBuffer = size_t{1} << 20;
 
 // Turns runs of blocks into chunks, merging adjacent runs of one kind.
 // Modes: kSeekBack writes as it goes and patches headers; kPlan writes
@@ -161,64 +162,90 @@ Status EmitBlocks(std::span<const uint8_t> buf, uint32_t blk, RunEmitter& em) {
   return Status::Ok();
 }
 
+// Emits the pieces of a ReadAhead as blocks: a block split between two
+// pieces is put together in `carry_`, the final partial block is padded with
+// zeros, and a gap between pieces (img2simg -s: a hole) is DONT_CARE.
 class Scanner {
  public:
-  Scanner(int fd, std::string_view name, uint32_t blk)
-      : fd_(fd), name_(name), blk_(blk), read_size_(std::max<size_t>(blk, kReadBuffer / blk * blk)),
-        buf_(read_size_) {}
+  explicit Scanner(uint32_t blk) : blk_(blk), carry_(blk) {}
 
-  // Reads [offset, offset + len) (len < 0: to EOF, sequentially) and emits
-  // its blocks; the final partial block is padded with zeros.
-  Status Range(int64_t offset, int64_t len, RunEmitter& em) {
-    uint64_t pos = offset < 0 ? size_ : static_cast<uint64_t>(offset);
+  // Returns the offset after the last byte read.
+  Result<uint64_t> Run(ReadAhead& in, RunEmitter& em) {
+    uint64_t next = 0;  // the input offset blocks have been emitted (or carried) up to
     for (;;) {
-      size_t want = read_size_;  // whole blocks (buf_ may be larger: rounded to its alignment)
-      if (len >= 0) want = static_cast<size_t>(std::min<int64_t>(len - static_cast<int64_t>(pos - offset), want));
-      if (want == 0) return Status::Ok();
-      std::span<uint8_t> to{buf_.data(), want};
-      FP_ASSIGN_OR_RETURN(size_t got, offset < 0 ? ReadUpTo(fd_, to, name_, pos) : PreadUpTo(fd_, to, pos, name_));
-      if (got == 0) return Status::Ok();
-      pos += got;
-      size_ = std::max(size_, pos);
-      size_t padded = (got + blk_ - 1) / blk_ * blk_;
-      std::memset(buf_.data() + got, 0, padded - got);
-      FP_RETURN_IF_ERROR(EmitBlocks({buf_.data(), padded}, blk_, em));
-      if (got < want) return Status::Ok();
+      FP_ASSIGN_OR_RETURN(ReadAhead::Piece piece, in.Next());
+      if (piece.data.empty()) break;
+      if (piece.offset > next) {  // a hole; pieces after one start on a block boundary
+        FP_RETURN_IF_ERROR(FlushCarry(em));
+        next = RoundUp(next);
+        if (piece.offset > next) FP_RETURN_IF_ERROR(em.Skip((piece.offset - next) / blk_));
+      }
+      FP_RETURN_IF_ERROR(Take(piece.data, em));
+      next = piece.offset + piece.data.size();
     }
+    FP_RETURN_IF_ERROR(FlushCarry(em));
+    return next;
   }
 
-  // -s: only the data extents are read; the rest is DONT_CARE.
-  Status Holes(uint64_t size, RunEmitter& em) {
-    uint64_t blk_pos = 0;  // next block not yet emitted
-    const uint64_t end_blk = (size + blk_ - 1) / blk_;
-    while (blk_pos < end_blk) {
-      off_t data = ::lseek(fd_, static_cast<off_t>(blk_pos * blk_), SEEK_DATA);
-      if (data < 0 && errno != ENXIO) return ErrnoError(fmt::format("lseek(SEEK_DATA) {}", name_));
-      uint64_t data_blk = data < 0 ? end_blk : std::min<uint64_t>(end_blk, static_cast<uint64_t>(data) / blk_);
-      if (data_blk > blk_pos) FP_RETURN_IF_ERROR(em.Skip(data_blk - blk_pos));
-      if (data_blk >= end_blk) break;
-      off_t hole = ::lseek(fd_, data, SEEK_HOLE);
-      if (hole < 0) return ErrnoError(fmt::format("lseek(SEEK_HOLE) {}", name_));
-      uint64_t hole_blk = std::min<uint64_t>(end_blk, (static_cast<uint64_t>(hole) + blk_ - 1) / blk_);
-      uint64_t from = data_blk * blk_;
-      uint64_t to = std::min<uint64_t>(size, hole_blk * blk_);
-      FP_RETURN_IF_ERROR(Range(static_cast<int64_t>(from), static_cast<int64_t>(to - from), em));
-      blk_pos = hole_blk;
+  // -s: DONT_CARE from the last piece up to the input's `size`.
+  Status SkipTo(uint64_t read_end, uint64_t size, RunEmitter& em) {
+    uint64_t from = RoundUp(read_end), to = RoundUp(size);
+    return to > from ? em.Skip((to - from) / blk_) : Status::Ok();
+  }
+
+ private:
+  uint64_t RoundUp(uint64_t n) const { return (n + blk_ - 1) / blk_ * blk_; }
+
+  Status Take(std::span<const uint8_t> data, RunEmitter& em) {
+    if (carry_len_ > 0) {
+      size_t n = std::min(blk_ - carry_len_, data.size());
+      std::memcpy(carry_.data() + carry_len_, data.data(), n);
+      carry_len_ += n;
+      data = data.subspan(n);
+      if (carry_len_ < blk_) return Status::Ok();
+      carry_len_ = 0;
+      FP_RETURN_IF_ERROR(EmitBlocks(carry_, blk_, em));
     }
-    size_ = size;
+    size_t whole = data.size() / blk_ * blk_;
+    if (whole > 0) FP_RETURN_IF_ERROR(EmitBlocks(data.first(whole), blk_, em));
+    std::memcpy(carry_.data(), data.data() + whole, data.size() - whole);
+    carry_len_ = data.size() - whole;
     return Status::Ok();
   }
 
-  uint64_t size() const { return size_; }
+  Status FlushCarry(RunEmitter& em) {
+    if (carry_len_ == 0) return Status::Ok();
+    std::memset(carry_.data() + carry_len_, 0, blk_ - carry_len_);
+    carry_len_ = 0;
+    return EmitBlocks(carry_, blk_, em);
+  }
 
- private:
-  int fd_;
-  std::string_view name_;
-  uint32_t blk_;
-  size_t read_size_;
-  AlignedBuffer buf_;
-  uint64_t size_ = 0;
+  size_t blk_;
+  std::vector<uint8_t> carry_;
+  size_t carry_len_ = 0;
 };
+
+// -s: the data extents of the input (SEEK_DATA/SEEK_HOLE), widened to whole
+// blocks and cut at `size`; called on a reader thread.
+RangeSource DataExtents(int fd, std::string name, uint64_t size, uint32_t blk) {
+  const uint64_t end_blk = (size + blk - 1) / blk;
+  return [=, blk_pos = uint64_t{0}]() mutable -> Result<std::optional<ByteRange>> {
+    if (blk_pos >= end_blk) return std::optional<ByteRange>();
+    off_t data = ::lseek(fd, static_cast<off_t>(blk_pos * blk), SEEK_DATA);
+    if (data < 0 && errno != ENXIO) return ErrnoError(fmt::format("lseek(SEEK_DATA) {}", name));
+    uint64_t data_blk = data < 0 ? end_blk : std::min<uint64_t>(end_blk, static_cast<uint64_t>(data) / blk);
+    if (data_blk >= end_blk) {
+      blk_pos = end_blk;
+      return std::optional<ByteRange>();
+    }
+    off_t hole = ::lseek(fd, data, SEEK_HOLE);
+    if (hole < 0) return ErrnoError(fmt::format("lseek(SEEK_HOLE) {}", name));
+    uint64_t hole_blk = std::min<uint64_t>(end_blk, (static_cast<uint64_t>(hole) + blk - 1) / blk);
+    uint64_t from = data_blk * blk;
+    blk_pos = hole_blk;
+    return std::optional<ByteRange>(ByteRange{from, std::min<uint64_t>(size, hole_blk * blk) - from});
+  };
+}
 
 struct InputInfo {
   bool seekable = false;
@@ -239,18 +266,29 @@ Result<InputInfo> Probe(int fd, std::string_view name) {
   return info;
 }
 
-// One pass over the input in the given mode; returns the input size.
+// One pass over the input in the given mode; returns the input size. A
+// seekable input is read from offset 0 and left positioned at its end.
 Result<uint64_t> Pass(int fd, std::string_view name, const InputInfo& info, const EncoderOptions& o,
                       RunEmitter& em) {
-  Scanner scan(fd, name, o.block_size);
-  if (o.holes) {
-    FP_RETURN_IF_ERROR(scan.Holes(info.size, em));
+  std::unique_ptr<ReadAhead> in;
+  if (!info.seekable) {
+    in = ReadAhead::Stream(fd, std::string(name), 0, o.read_ahead);
   } else {
-    if (info.seekable && ::lseek(fd, 0, SEEK_SET) != 0) return ErrnoError(fmt::format("lseek {}", name));
-    FP_RETURN_IF_ERROR(scan.Range(-1, -1, em));
+    RangeSource ranges = o.holes ? DataExtents(fd, std::string(name), info.size, o.block_size)
+                                 : ReadAhead::OneRange(0, ReadAhead::kToEof);
+    in = std::make_unique<ReadAhead>(fd, std::string(name), std::move(ranges), o.read_ahead);
+  }
+  Scanner scan(o.block_size);
+  FP_ASSIGN_OR_RETURN(uint64_t size, scan.Run(*in, em));
+  if (o.holes) {
+    FP_RETURN_IF_ERROR(scan.SkipTo(size, info.size, em));
+    size = info.size;
   }
   FP_RETURN_IF_ERROR(em.Close());
-  return scan.size();
+  if (info.seekable && ::lseek(fd, static_cast<off_t>(size), SEEK_SET) < 0) {
+    return ErrnoError(fmt::format("lseek {}", name));
+  }
+  return size;
 }
 
 Result<uint32_t> BlockCount(uint64_t size, uint32_t blk, std::string_view name) {
@@ -317,8 +355,9 @@ Result<EncodeStats> EncodeToPath(const std::string& in_path, const std::string& 
   FP_ASSIGN_OR_RETURN(OutputFile out, OutputFile::Check(out_path, {&in, 1}));
   FP_RETURN_IF_ERROR(CheckEncodable(in.fd.get(), in.name, out.seekable(), o));
   FP_RETURN_IF_ERROR(out.Open());
-  FdOutput output(out.fd(), out.name());
+  WriteBehindOutput output(out.fd(), out.name());
   FP_ASSIGN_OR_RETURN(EncodeStats stats, EncodeImage(in.fd.get(), in.name, output, o));
+  FP_RETURN_IF_ERROR(output.Finish());
   FP_RETURN_IF_ERROR(out.Commit());
   return stats;
 }

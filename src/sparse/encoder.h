@@ -10,9 +10,11 @@
 // `crc`, a final CRC32 chunk holds the correct CRC-32 of the whole expanded
 // image (off by default: some bootloaders reject CRC32 chunks).
 //
-// One pass, reading the input with large reads into a fixed 1 MiB buffer and
-// writing RAW payload straight from it; the RAW chunk headers and the file
-// header's counts are patched in place once known. That needs a seekable
+// One pass, the input read ahead in large pieces on threads of their own
+// (sparse/read_ahead.h) and RAW payload written straight from those pieces;
+// the RAW chunk headers and the file header's counts are patched in place
+// once known (EncodeToPath writes through a WriteBehindOutput, so the output
+// is written on a thread of its own too). That needs a seekable
 // output; for a pipe or callback output the input must be seekable instead,
 // and the encoder makes a first pass that only plans the chunks. Memory is
 // fixed, except the plan: 4 bytes per RAW chunk, non-seekable outputs only.
@@ -23,6 +25,7 @@
 #include <string_view>
 
 #include "base/status.h"
+#include "sparse/read_ahead.h"
 #include "sparse/writer.h"
 
 namespace flashpipe::sparse {
@@ -32,6 +35,7 @@ struct EncoderOptions {
   bool holes = false;          // img2simg -s
   bool crc = false;            // append a CRC32 chunk
   uint64_t max_raw_chunk = uint64_t{64} << 20;
+  ReadAheadOptions read_ahead;  // how the input is read (tests use small pieces)
 };
 
 struct EncodeStats {

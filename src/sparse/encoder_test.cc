@@ -2,8 +2,11 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -89,6 +92,16 @@ std::vector<uint8_t> EncodeToMemfd(const std::vector<uint8_t>& raw, EncoderOptio
   return ReadAll(out.get());
 }
 
+// A file with holes (a memfd may have none) under /tmp, removed at once.
+struct TempDirFile {
+  TempDirFile() {
+    char path[] = "/tmp/fp_enc_XXXXXX";
+    fd = UniqueFd(::mkstemp(path));
+    ::unlink(path);
+  }
+  UniqueFd fd;
+};
+
 std::vector<uint8_t> Block(uint32_t word, size_t blk = 4096) {
   std::vector<uint8_t> b(blk);
   for (size_t i = 0; i < blk; i += 4) StoreLE<uint32_t>(b.data() + i, word);
@@ -170,6 +183,51 @@ TEST(EncoderTest, BlockSizeNotDividingTheReadBufferKeepsBlocksAligned) {
   EXPECT_EQ(Chunks(simg), (std::vector<Chunk>{{kChunkRaw, 3000}, {kChunkFill, 13}}));
   raw.resize(3013000, 0);
   EXPECT_EQ(Expand(simg), raw);
+}
+
+// The input comes in read-ahead pieces whose size no block size need divide
+// (and for -s, in ranges between holes): whatever the pieces, the same image.
+TEST(EncoderTest, BlocksSplitBetweenReadPiecesAreJoined) {
+  std::mt19937 rng(12);
+  std::vector<uint8_t> raw;
+  for (int i = 0; i < 300; ++i) {
+    size_t n = rng() % 9000 + 1;
+    if (rng() % 2) Append(raw, SparseBuilder::RandomBytes(n, rng()));
+    else Append(raw, std::vector<uint8_t>(n, static_cast<uint8_t>(rng() % 3 ? 0 : 0x5A)));
+  }
+  for (uint32_t blk : {1000u, 1028u, 4096u, 65536u}) {
+    EncoderOptions o{.block_size = blk, .crc = true};
+    auto whole = EncodeToMemfd(raw, o);
+    o.read_ahead = {.buffer_size = 4096, .buffers = 4, .threads = 3};
+    EXPECT_EQ(EncodeToMemfd(raw, o), whole) << "blk " << blk;
+    auto expect = raw;
+    expect.resize((raw.size() + blk - 1) / blk * blk, 0);
+    EXPECT_EQ(Expand(whole), expect) << "blk " << blk;
+  }
+}
+
+TEST(EncoderTest, HoleModeWithSmallPiecesGivesTheSameImage) {
+  TempDirFile f;
+  std::mt19937 rng(13);
+  for (int i = 0; i < 40; ++i) {
+    auto d = SparseBuilder::RandomBytes(rng() % 30000 + 1, rng());
+    ASSERT_EQ(::pwrite(f.fd.get(), d.data(), d.size(), static_cast<off_t>(rng() % (8 << 20))),
+              static_cast<ssize_t>(d.size()));
+  }
+  for (uint32_t blk : {1028u, 4096u}) {
+    auto encode = [&](ReadAheadOptions r) {
+      UniqueFd out(::memfd_create("out", 0));
+      FdOutput output(out.get(), "out");
+      auto res = EncodeImage(f.fd.get(), "in", output, {.block_size = blk, .holes = true, .read_ahead = r});
+      EXPECT_TRUE(res.ok()) << res.status().ToString();
+      return ReadAll(out.get());
+    };
+    auto whole = encode({});
+    EXPECT_EQ(encode({.buffer_size = 4096, .buffers = 3, .threads = 2}), whole) << "blk " << blk;
+    auto expect = ReadAll(f.fd.get());
+    expect.resize((expect.size() + blk - 1) / blk * blk, 0);
+    EXPECT_EQ(Expand(whole), expect) << "blk " << blk;
+  }
 }
 
 TEST(EncoderTest, PipeOutputMatchesFileOutput) {
@@ -298,6 +356,29 @@ TEST(EncodeToPathTest, AnEmptyOrMissingInputLeavesTheOutputAlone) {
   EXPECT_EQ(testing::ReadFile(dir / "out"), (std::vector<uint8_t>{'o', 'l', 'd'}));
   EXPECT_FALSE(EncodeToPath(dir / "missing", dir / "new", {}).ok());
   EXPECT_FALSE(std::filesystem::exists(dir / "new"));
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir.path()), {}), 2);
+}
+
+// The writer thread fails part way (a file size limit stands in for a full
+// disk): the error comes back, the old output stays, no temp is left.
+TEST(EncodeToPathTest, AWriteFailureLeavesTheOldOutputAndNoTemp) {
+  testing::TempDir dir;
+  testing::WriteFile(dir / "in", SparseBuilder::RandomBytes(6 << 20, 3));
+  testing::WriteFile(dir / "out", {'o', 'l', 'd'});
+  pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    ::signal(SIGXFSZ, SIG_IGN);
+    rlimit lim{2 << 20, 2 << 20};
+    ::setrlimit(RLIMIT_FSIZE, &lim);
+    Status s = EncodeToPath(dir / "in", dir / "out", {}).status();
+    ::_exit(s.message().find(" at byte 0x200000") != std::string::npos && s.ToString().ends_with("File too large")
+                ? 0 : 1);
+  }
+  int status = -1;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  EXPECT_EQ(testing::ReadFile(dir / "out"), (std::vector<uint8_t>{'o', 'l', 'd'}));
   EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir.path()), {}), 2);
 }
 

@@ -6,77 +6,43 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <memory>
 #include <vector>
 
 #include "base/endian.h"
 #include "base/fd_io.h"
 #include "sparse/decode_fd.h"
 #include "sparse/files.h"
+#include "sparse/read_ahead.h"
 
 namespace flashpipe::sparse {
-namespace {
 
-constexpr size_t kPatternBuffer = size_t{1} << 20;
-
-}  // namespace
-
-FdImageSink::FdImageSink(int fd, std::string name, Kind kind, uint64_t capacity)
-    : fd_(fd), name_(std::move(name)), kind_(kind), capacity_(capacity), writeback_(fd) {}
+FdImageSink::FdImageSink(int fd, std::string name, Kind kind, uint64_t capacity, WriteBehindOptions options)
+    : name_(std::move(name)), kind_(kind), capacity_(capacity),
+      writer_(fd, name_, kind == Kind::kStream ? WriteBehind::Mode::kStream : WriteBehind::Mode::kSeekable, options) {}
 
 Status FdImageSink::OnHeader(const FileHeader& h) {
   if (kind_ == Kind::kDevice && capacity_ > 0 && h.image_size() > capacity_) {
     return NoSpace(fmt::format("image of {} bytes does not fit {} ({} bytes)", h.image_size(), name_, capacity_));
   }
-  if (kind_ == Kind::kStream && stream_pos_ > 0) {
+  if (kind_ == Kind::kStream && writer_.end() > 0) {
     return InvalidArgument(fmt::format("{} is a stream: only one image can be written to it", name_));
   }
   image_size_ = std::max(image_size_, h.image_size());
   return Status::Ok();
 }
 
-Status FdImageSink::WriteAt(uint64_t offset, std::span<const uint8_t> data) {
-  if (kind_ != Kind::kStream) {
-    FP_RETURN_IF_ERROR(PwriteAll(fd_, data, offset, name_));
-    if (kind_ == Kind::kFile) writeback_.Wrote(offset + data.size());
-    return Status::Ok();
-  }
-  if (offset != stream_pos_) return Internal(fmt::format("{}: out-of-order write at 0x{:x}", name_, offset));
-  stream_pos_ += data.size();
-  return WriteAll(fd_, data, name_, offset);
-}
-
-Status FdImageSink::OnRaw(uint64_t offset, std::span<const uint8_t> data) { return WriteAt(offset, data); }
-
-Status FdImageSink::WritePattern(uint64_t offset, uint64_t length, uint32_t pattern) {
-  std::vector<uint8_t> buf(static_cast<size_t>(std::min<uint64_t>(length, kPatternBuffer)));
-  for (size_t i = 0; i < buf.size(); i += 4) StoreLE<uint32_t>(buf.data() + i, pattern);
-  while (length > 0) {
-    size_t n = static_cast<size_t>(std::min<uint64_t>(length, buf.size()));
-    FP_RETURN_IF_ERROR(WriteAt(offset, {buf.data(), n}));
-    offset += n;
-    length -= n;
-  }
-  return Status::Ok();
-}
+Status FdImageSink::OnRaw(uint64_t offset, std::span<const uint8_t> data) { return writer_.Write(offset, data); }
 
 Status FdImageSink::OnFill(uint64_t offset, uint64_t length, uint32_t pattern) {
-  if (pattern == 0 && kind_ == Kind::kFile && punch_ok_) {
-    if (::fallocate(fd_, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, static_cast<off_t>(offset),
-                    static_cast<off_t>(length)) == 0) {
-      return Status::Ok();
-    }
-    if (errno != EOPNOTSUPP && errno != ENOSYS) {
-      return ErrnoError(fmt::format("punch hole in {} at byte 0x{:x}", name_, offset));
-    }
-    punch_ok_ = false;
-  }
-  return WritePattern(offset, length, pattern);
+  if (pattern == 0 && kind_ == Kind::kFile) return writer_.Zero(offset, length);
+  return writer_.Fill(offset, length, pattern);
 }
 
 Status FdImageSink::OnSkip(uint64_t offset, uint64_t length) {
   // A regular file keeps what an earlier image put there (a fresh file: a
   // hole); so does a device. A stream cannot skip: zeros.
-  if (kind_ == Kind::kStream) return WritePattern(offset, length, 0);
+  if (kind_ == Kind::kStream) return writer_.Fill(offset, length, 0);
   return Status::Ok();
 }
 
@@ -99,12 +65,26 @@ Result<uint64_t> CheckInputs(std::span<InputFile> inputs) {
   return size;
 }
 
-Status DecodeAll(std::span<const InputFile> inputs, FdImageSink& sink, DecoderOptions options) {
-  for (const InputFile& in : inputs) {
-    Status s = DecodeFd(in.fd.get(), sink, options, in.name, in.head);
-    if (!s.ok()) return WithInputName(s, in);
+// Reads a seekable input from where it was opened, a stream from where its
+// header check left it; leaves a file's position at its end, as reading it
+// with read(2) would have.
+Status Decode(const InputFile& in, FdImageSink& sink, DecoderOptions options) {
+  std::unique_ptr<ReadAhead> reader =
+      in.seekable ? std::make_unique<ReadAhead>(in.fd.get(), in.name, ReadAhead::OneRange(in.start, ReadAhead::kToEof))
+                  : ReadAhead::Stream(in.fd.get(), in.name, in.head.size());
+  FP_ASSIGN_OR_RETURN(uint64_t end, DecodeAhead(*reader, sink, options, in.head));
+  if (in.seekable && ::lseek(in.fd.get(), static_cast<off_t>(end), SEEK_SET) < 0) {
+    return ErrnoError(fmt::format("seek {}", in.name));
   }
   return Status::Ok();
+}
+
+Status DecodeAll(std::span<const InputFile> inputs, FdImageSink& sink, DecoderOptions options) {
+  for (const InputFile& in : inputs) {
+    Status s = Decode(in, sink, options);
+    if (!s.ok()) return WithInputName(s, in);
+  }
+  return sink.Finish();
 }
 
 FdImageSink::Kind SinkKind(OutputFile::Kind kind) {

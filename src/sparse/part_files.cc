@@ -101,6 +101,13 @@ Result<std::vector<std::string>> CheckNames(const std::string& prefix, size_t pa
   return stale;
 }
 
+Status CheckPrefix(const std::string& prefix) {
+  if (prefix.empty() || prefix.back() == '/') {
+    return InvalidArgument(fmt::format("output prefix '{}' must end in a file name", prefix));
+  }
+  return Status::Ok();
+}
+
 Status WriteParts(const ResparsePlan& plan, const InputFile& in, const std::string& prefix,
                   std::vector<AtomicFile>* files) {
   for (size_t i = 0; i < plan.parts.size(); ++i) {
@@ -119,10 +126,14 @@ std::string PartPath(const std::string& prefix, uint64_t index) { return fmt::fo
 
 Result<ResparseFilesResult> ResparseToFiles(const std::string& in_path, const std::string& prefix,
                                             uint64_t max_size) {
-  if (prefix.empty() || prefix.back() == '/') {
-    return InvalidArgument(fmt::format("output prefix '{}' must end in a file name", prefix));
-  }
+  FP_RETURN_IF_ERROR(CheckPrefix(prefix));
   FP_ASSIGN_OR_RETURN(InputFile in, OpenInput(in_path));
+  return ResparseToFiles(in, prefix, max_size, nullptr);
+}
+
+Result<ResparseFilesResult> ResparseToFiles(const InputFile& in, const std::string& prefix, uint64_t max_size,
+                                            const PartsCheck& before_commit) {
+  FP_RETURN_IF_ERROR(CheckPrefix(prefix));
   if (!in.seekable) return InvalidArgument(fmt::format("{} must be a file: resparse reads it twice", in.name));
   FP_ASSIGN_OR_RETURN(ResparsePlan plan, PlanResparseFile(in.fd.get(), in.name, max_size));
   FP_ASSIGN_OR_RETURN(Existing found, ScanParts(prefix));
@@ -130,6 +141,11 @@ Result<ResparseFilesResult> ResparseToFiles(const std::string& in_path, const st
   for (uint64_t n : found.temps) RemoveDeadTemps(PartPath(prefix, n));
   std::vector<AtomicFile> files;
   FP_RETURN_IF_ERROR(WriteParts(plan, in, prefix, &files));
+  if (before_commit) {
+    std::vector<std::string> temps;
+    for (const AtomicFile& f : files) temps.push_back(f.temp_path());
+    FP_RETURN_IF_ERROR(before_commit(temps));
+  }
   FP_RETURN_IF_ERROR(AtomicFile::CommitTogether(files, stale));
   return ResparseFilesResult{plan.parts.size(), std::move(stale)};
 }

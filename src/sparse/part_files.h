@@ -21,10 +21,13 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "base/status.h"
+#include "sparse/files.h"
 
 namespace flashpipe::sparse {
 
@@ -35,6 +38,15 @@ struct ResparseFilesResult {
 
 Result<ResparseFilesResult> ResparseToFiles(const std::string& in_path, const std::string& prefix,
                                             uint64_t max_size);
+
+// The same for an input that is already open and seekable (the read path
+// stages its sparse image in an unnamed file). `before_commit`, when given,
+// gets the parts' temporary files once all are written and synced, before
+// the switch; an error from it leaves everything as it was (the read path
+// verifies the parts there).
+using PartsCheck = std::function<Status(std::span<const std::string> temp_paths)>;
+Result<ResparseFilesResult> ResparseToFiles(const InputFile& in, const std::string& prefix, uint64_t max_size,
+                                            const PartsCheck& before_commit);
 
 // "PREFIX.N"
 std::string PartPath(const std::string& prefix, uint64_t index);

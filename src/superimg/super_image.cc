@@ -156,6 +156,7 @@ Status WriteSuperImage(const lp::Metadata& m, const std::vector<PartitionImage>&
     }
     sparse::FdImageSink sink(out.fd(), out.temp_path(), sparse::FdImageSink::Kind::kFile, size);
     FP_RETURN_IF_ERROR(Stream(m, jobs, sink));
+    FP_RETURN_IF_ERROR(sink.Finish());  // the sink writes on a thread of its own: its errors come here
   }
   return out.Commit();
 }

@@ -32,7 +32,7 @@ run() {
 }
 
 # Usage errors: exit 2, "flashpipe CMD: error:" first, for every command.
-for cmd in write serve bench img2simg simg2img append2simg resparse dump; do
+for cmd in write read bmap serve bench img2simg simg2img append2simg resparse dump; do
   run 2 "$cmd" --no-such-flag
   grep -q "^flashpipe $cmd: error: " err || fail "$cmd: usage error without prefix: $(cat err)"
   run 0 "$cmd" --help
@@ -56,8 +56,8 @@ ok "unknown or missing command exits 2"
 
 # Bad values of the shared writer flags are usage errors in every command.
 # (positional arguments as each command needs them: serve has none)
-declare -A ARGS=([write]="x y" [serve]="--partition p=x" [bench]="x")
-for cmd in write serve bench; do
+declare -A ARGS=([write]="x y" [read]="x y" [serve]="--partition p=x" [bench]="x")
+for cmd in write read serve bench; do
   # shellcheck disable=SC2086
   run 2 "$cmd" --backend aio ${ARGS[$cmd]}
   grep -q "unknown I/O backend 'aio'" err || fail "$cmd --backend aio: $(cat err)"
@@ -67,7 +67,7 @@ for cmd in write serve bench; do
   run 2 "$cmd" --request-size 3 ${ARGS[$cmd]}
   grep -q "request size 3 must be a multiple of 4096" err || fail "$cmd --request-size 3: $(cat err)"
 done
-ok "write, serve, bench: bad --backend / --queue-depth / --request-size exit 2 with the reason"
+ok "write, read, serve, bench: bad --backend / --queue-depth / --request-size exit 2 with the reason"
 
 # A real failure exits 1.
 run 1 write missing.simg out.img

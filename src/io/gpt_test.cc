@@ -1,4 +1,4 @@
-#include "fastboot/gpt.h"
+#include "io/gpt.h"
 
 #include <gtest/gtest.h>
 
@@ -7,7 +7,7 @@
 #include "base/crc32.h"
 #include "base/endian.h"
 
-namespace flashpipe::fastboot {
+namespace flashpipe::io {
 namespace {
 
 constexpr uint32_t kSector = 512;
@@ -169,4 +169,4 @@ TEST(GptTest, Utf16Names) {
 }
 
 }  // namespace
-}  // namespace flashpipe::fastboot
+}  // namespace flashpipe::io

@@ -1,54 +1,15 @@
-// Helpers for the io tests: a temp dir removed afterwards, whole-file reads,
-// random bytes, and an in-memory model of what an image should leave behind.
+// Random image events for the engine tests: random bytes, one sink event
+// kept so a sequence can be replayed on an in-memory model of the medium, and
+// random parts mixing RAW, FILL and DONT_CARE. Header-only, like every fake in
+// testing/ (temp dirs and whole-file reads are in testing/temp_dir.h).
 #pragma once
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
+#include <algorithm>
 #include <cstdint>
-#include <cstdlib>
-#include <filesystem>
 #include <random>
-#include <string>
 #include <vector>
 
-namespace flashpipe::io::test {
-
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "fp_io_XXXXXX").string();
-    path_ = mkdtemp(tmpl.data());
-  }
-  ~TempDir() { std::filesystem::remove_all(path_); }
-  std::string File(const std::string& name) const { return path_ + "/" + name; }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
-
-inline std::vector<uint8_t> ReadAll(const std::string& path) {
-  std::vector<uint8_t> out;
-  int fd = open(path.c_str(), O_RDONLY);
-  if (fd < 0) return out;
-  uint8_t buf[65536];
-  ssize_t n;
-  while ((n = read(fd, buf, sizeof buf)) > 0) out.insert(out.end(), buf, buf + n);
-  close(fd);
-  return out;
-}
-
-inline void WriteAll(const std::string& path, const std::vector<uint8_t>& data) {
-  int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  for (size_t done = 0; done < data.size();) {
-    ssize_t n = write(fd, data.data() + done, data.size() - done);
-    if (n <= 0) break;
-    done += static_cast<size_t>(n);
-  }
-  close(fd);
-}
+namespace flashpipe::testing {
 
 inline std::vector<uint8_t> RandomBytes(std::mt19937_64& rng, size_t n) {
   std::vector<uint8_t> v(n);
@@ -108,4 +69,4 @@ inline std::vector<Event> RandomPart(std::mt19937_64& rng, uint32_t blk, uint64_
   return out;
 }
 
-}  // namespace flashpipe::io::test
+}  // namespace flashpipe::testing

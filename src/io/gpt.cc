@@ -1,4 +1,4 @@
-#include "fastboot/gpt.h"
+#include "io/gpt.h"
 
 #include <algorithm>
 #include <cstring>
@@ -6,7 +6,7 @@
 #include "base/crc32.h"
 #include "base/endian.h"
 
-namespace flashpipe::fastboot {
+namespace flashpipe::io {
 namespace {
 
 constexpr char kSignature[8] = {'E', 'F', 'I', ' ', 'P', 'A', 'R', 'T'};
@@ -191,4 +191,4 @@ Result<GptTable> ReadGpt(const ReadAtFn& read_at, uint64_t disk_size, uint32_t s
   return r512.status();
 }
 
-}  // namespace flashpipe::fastboot
+}  // namespace flashpipe::io

@@ -8,7 +8,8 @@
 // the usable range and must not overlap; names are decoded from UTF-16LE to
 // UTF-8. Nothing is trusted before it is checked, so a hostile image yields
 // an error naming the field, never an out-of-range read.
-// Pure: the disk is read through a callback.
+// Pure: the disk is read through a callback. Lives in io, below its two
+// users: the fastboot daemon's partitions and `flashpipe read DEVICE:NAME`.
 #pragma once
 
 #include <array>
@@ -20,7 +21,7 @@
 
 #include "base/status.h"
 
-namespace flashpipe::fastboot {
+namespace flashpipe::io {
 
 struct GptPartition {
   std::string name;                 // UTF-8
@@ -46,4 +47,4 @@ Result<GptTable> ReadGpt(const ReadAtFn& read_at, uint64_t disk_size, uint32_t s
 // UTF-16LE code units (up to the first NUL) to UTF-8; bad surrogates -> U+FFFD.
 std::string Utf16LeToUtf8(std::span<const uint8_t> bytes);
 
-}  // namespace flashpipe::fastboot
+}  // namespace flashpipe::io

@@ -1,0 +1,312 @@
+// WriteTargets: checking every target first, changing them in one place.
+#include "input/write_targets.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "input/image_sink.h"
+#include "io/device_users.h"
+
+namespace flashpipe::input {
+namespace {
+
+// The window of a regular-file target while a stream's size is unknown; the
+// file is cut to the real size at the end.
+constexpr uint64_t kStreamWindow = uint64_t{1} << 50;
+
+enum class Mode { kBlockDevice, kInPlaceFile, kNewFile };
+
+// Writing one changes the other: one file, or overlapping block devices.
+bool SameData(const FileId& a, const FileId& b) {
+  if (a.block_device && b.block_device) return io::BlockDevicesOverlap(a.dev, b.dev);
+  return a == b;
+}
+
+// A file behind a loop device that is mounted or held: writing it changes a
+// file system under the kernel's feet.
+Status RefuseLoopBacking(const std::string& path, const FileId& id, bool force) {
+  for (const io::BlockUse& loop : io::LoopDevicesBackedBy(id)) {
+    if (!loop.in_use() || force) continue;
+    return Busy(fmt::format("{} is the backing file of {}; writing it would corrupt what is on that device. "
+                            "Unmount it and detach the loop device (losetup -d {}) first, or --force to write anyway",
+                            path, loop.Describe(), loop.device));
+  }
+  return Status::Ok();
+}
+
+// Where a file written at a path lands: the file or device there now, or
+// the directory and name a new file gets (after following symlinks).
+struct Landing {
+  std::optional<FileId> id;
+  FileId dir;
+  std::string base;
+  bool nowhere = false;  // a pipe or terminal on stdout: keeps no data
+
+  bool Overlaps(const Landing& o) const {
+    if (nowhere || o.nowhere) return false;
+    if (id && o.id) return SameData(*id, *o.id);
+    return !id && !o.id && dir == o.dir && base == o.base;
+  }
+  bool Overlaps(const FileId& file) const { return !nowhere && id && SameData(*id, file); }
+};
+
+Result<Landing> LandingOf(const std::string& path) {
+  Landing l;
+  struct stat st;
+  if (path == "-") {
+    l.nowhere = ::fstat(STDOUT_FILENO, &st) != 0 || !(S_ISREG(st.st_mode) || S_ISBLK(st.st_mode));
+    if (!l.nowhere) l.id = FileIdOf(st);
+    return l;
+  }
+  if (::stat(path.c_str(), &st) == 0) {
+    l.id = FileIdOf(st);
+    return l;
+  }
+  FP_ASSIGN_OR_RETURN(std::string final_path, FollowSymlinks(path));
+  if (::stat(DirName(final_path).c_str(), &st) != 0) {
+    l.nowhere = true;  // cannot be created at all
+    return l;
+  }
+  l.dir = FileIdOf(st);
+  l.base = BaseName(final_path);
+  return l;
+}
+
+}  // namespace
+
+struct WriteTargets::Entry : Landing {
+  std::string path;
+  Mode mode = Mode::kNewFile;
+  std::unique_ptr<io::Target> target;
+  std::optional<AtomicFile> temp;
+  std::unique_ptr<io::IoQueue> queue;
+  bool size_unknown = false;
+  bool truncated = false;
+};
+
+namespace {
+
+using Entry = WriteTargets::Entry;
+
+// A path that does not exist yet: it will be created (through its symlinks)
+// in a directory that must exist and be writable.
+Result<std::unique_ptr<Entry>> CheckNew(const std::string& path) {
+  FP_ASSIGN_OR_RETURN(std::string final_path, FollowSymlinks(path));
+  if (io::IsDevicePath(path) || io::IsDevicePath(final_path)) return NotFound(path + ": no such file or device");
+  std::string dir = DirName(final_path);
+  struct stat st;
+  if (::stat(dir.c_str(), &st) != 0) return ErrnoError(fmt::format("cannot create {}: directory {}", path, dir));
+  if (!S_ISDIR(st.st_mode)) return InvalidArgument(fmt::format("cannot create {}: {} is not a directory", path, dir));
+  if (::access(dir.c_str(), W_OK | X_OK) != 0) return ErrnoError(fmt::format("cannot create {} in {}", path, dir));
+  auto e = std::make_unique<Entry>();
+  e->path = path;
+  e->dir = FileIdOf(st);
+  e->base = BaseName(final_path);
+  return e;
+}
+
+// An existing regular file: written beside and renamed over (a writable
+// file in a writable directory), or in place when asked.
+Result<std::unique_ptr<Entry>> CheckFile(const std::string& path, const struct stat& st, const TargetPolicy& policy) {
+  auto e = std::make_unique<Entry>();
+  e->path = path;
+  e->id = FileIdOf(st);
+  FP_RETURN_IF_ERROR(RefuseLoopBacking(path, *e->id, policy.force));
+  if (policy.in_place) {
+    e->mode = Mode::kInPlaceFile;
+    FP_ASSIGN_OR_RETURN(e->target, io::Target::Open(path, {.force = policy.force}));
+    return e;
+  }
+  UniqueFd fd(::open(path.c_str(), O_RDWR | O_CLOEXEC));
+  if (!fd.valid()) return ErrnoError(fmt::format("cannot write {}", path));
+  FP_ASSIGN_OR_RETURN(std::string final_path, FollowSymlinks(path));
+  std::string dir = DirName(final_path);
+  if (::access(dir.c_str(), W_OK | X_OK) != 0) {
+    return ErrnoError(fmt::format("cannot replace {} (--in-place writes into it instead): directory {}", path, dir));
+  }
+  return e;
+}
+
+Result<std::unique_ptr<Entry>> CheckOne(const std::string& path, const TargetPolicy& policy) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) {
+    if (errno != ENOENT) return ErrnoError("cannot stat " + path);
+    return CheckNew(path);
+  }
+  if (S_ISREG(st.st_mode)) return CheckFile(path, st, policy);
+  if (!S_ISBLK(st.st_mode)) {
+    return InvalidArgument(fmt::format("{}: {}", path, S_ISDIR(st.st_mode) ? "is a directory, not a file or block device"
+                                                                        : "not a regular file or block device"));
+  }
+  auto e = std::make_unique<Entry>();
+  e->path = path;
+  e->mode = Mode::kBlockDevice;
+  e->id = FileIdOf(st);
+  FP_ASSIGN_OR_RETURN(e->target, io::Target::Open(path, {.force = policy.force}));
+  return e;
+}
+
+Status RefuseDuplicate(const std::vector<std::unique_ptr<Entry>>& seen, const Entry& e) {
+  for (const auto& s : seen) {
+    if (!s->Overlaps(e)) continue;
+    if (e.id && e.id->block_device && s->id->dev != e.id->dev) {
+      return InvalidArgument(fmt::format("targets {} and {} overlap (a disk and one of its partitions)", s->path, e.path));
+    }
+    return InvalidArgument(fmt::format("target {} is given twice (it is the same {} as {})", e.path,
+                                       e.id && e.id->block_device ? "device" : "file", s->path));
+  }
+  return Status::Ok();
+}
+
+// Whether target `e` would write over input `in`.
+std::optional<std::string> Overwrites(const Entry& e, const InputFile& in) {
+  if (!e.id) return std::nullopt;
+  if (SameData(*e.id, in.id)) return fmt::format("target {} is {}", e.path, in.role);
+  if (e.id->block_device && io::LoopBackingFile(e.id->dev) == in.id) {
+    return fmt::format("target {} is a loop device over {}", e.path, in.role);
+  }
+  if (in.id.block_device && !e.id->block_device && io::LoopBackingFile(in.id.dev) == *e.id) {
+    return fmt::format("target {} is the backing file of {}, a loop device", e.path, in.role);
+  }
+  // A file's st_dev is the device of its file system: writing that device
+  // (--force past the mount) would change the file as it is read.
+  if (e.id->block_device && !in.id.block_device && io::BlockDevicesOverlap(e.id->dev, in.id.dev)) {
+    return fmt::format("target {} holds the file system that {} is on", e.path, in.role);
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+WriteTargets::WriteTargets() = default;
+WriteTargets::WriteTargets(WriteTargets&&) noexcept = default;
+WriteTargets& WriteTargets::operator=(WriteTargets&&) noexcept = default;
+WriteTargets::~WriteTargets() = default;
+
+Result<WriteTargets> WriteTargets::Check(const std::vector<std::string>& paths, const TargetPolicy& policy) {
+  WriteTargets t;
+  for (const std::string& path : paths) {
+    FP_ASSIGN_OR_RETURN(auto e, CheckOne(path, policy));
+    FP_RETURN_IF_ERROR(RefuseDuplicate(t.entries_, *e));
+    t.entries_.push_back(std::move(e));
+  }
+  return t;
+}
+
+Status WriteTargets::RefuseInputs(const std::vector<InputFile>& inputs) const {
+  for (const auto& e : entries_) {
+    for (const InputFile& in : inputs) {
+      if (auto why = Overwrites(*e, in)) return InvalidArgument(*why + ": an input is never written over");
+    }
+  }
+  return Status::Ok();
+}
+
+Status RefuseOtherOutput(const std::string& path, std::string_view role, const std::vector<std::string>& targets,
+                         const std::vector<InputFile>& inputs) {
+  FP_ASSIGN_OR_RETURN(Landing out, LandingOf(path));
+  std::string name = path == "-" ? "stdout" : path;
+  for (const std::string& t : targets) {
+    FP_ASSIGN_OR_RETURN(Landing target, LandingOf(t));
+    if (out.Overlaps(target)) return InvalidArgument(fmt::format("{} ({}) is also the target {}", name, role, t));
+  }
+  for (const InputFile& in : inputs) {
+    if (out.Overlaps(in.id)) {
+      return InvalidArgument(fmt::format("{} ({}) is {}: an input is never written over", name, role, in.role));
+    }
+  }
+  return Status::Ok();
+}
+
+Status WriteTargets::CheckFits(std::optional<uint64_t> exact, uint64_t at_least) const {
+  if (exact && *exact == 0) return InvalidArgument("the image is empty (0 bytes); nothing written");
+  uint64_t need = exact.value_or(at_least);
+  constexpr uint64_t kLargestFile = INT64_MAX;  // off_t
+  if (need > kLargestFile) {
+    return NoSpace(fmt::format("image of {} bytes is larger than any file or device can be; nothing written", need));
+  }
+  for (const auto& e : entries_) {
+    if (e->mode != Mode::kBlockDevice) continue;
+    FP_RETURN_IF_ERROR(input::CheckFits(need, e->target->window_size(), e->path, /*lower_bound=*/!exact));
+  }
+  return Status::Ok();
+}
+
+Status WriteTargets::Prepare(std::optional<uint64_t> size) {
+  // Temporary files first: creating one may fail, and then nothing changed.
+  for (auto& e : entries_) {
+    if (e->mode != Mode::kNewFile) continue;
+    FP_ASSIGN_OR_RETURN(AtomicFile file, AtomicFile::Create(e->path));
+    UniqueFd fd(::dup(file.fd()));
+    if (!fd.valid()) return ErrnoError(fmt::format("{}: dup", file.temp_path()));
+    e->temp = std::move(file);
+    FP_ASSIGN_OR_RETURN(e->target, io::Target::Adopt(std::move(fd), e->path, {.truncate_to = size.value_or(0)}));
+    e->size_unknown = !size;
+  }
+  prepared_ = true;
+  for (auto& e : entries_) {
+    if (e->mode != Mode::kInPlaceFile) continue;
+    e->truncated = true;
+    FP_RETURN_IF_ERROR(e->target->Truncate(size.value_or(0)));
+    e->size_unknown = !size;
+  }
+  return Status::Ok();
+}
+
+Result<std::vector<io::Device>> WriteTargets::MakeDevices(io::Backend backend, unsigned depth) {
+  std::vector<io::Device> devices;
+  for (auto& e : entries_) {
+    FP_ASSIGN_OR_RETURN(e->queue, e->target->MakeQueue(backend, depth));
+    io::Device d = io::DeviceFor(*e->target, e->queue.get());
+    if (e->size_unknown) {
+      d.geometry.size = kStreamWindow;
+      d.window_size = kStreamWindow;
+      d.reads_zero = true;
+    }
+    devices.push_back(d);
+  }
+  return devices;
+}
+
+uint64_t WriteTargets::BlockCapacity() const {
+  uint64_t cap = 0;
+  for (const auto& e : entries_) {
+    if (e->mode == Mode::kBlockDevice) cap = cap ? std::min(cap, e->target->window_size()) : e->target->window_size();
+  }
+  return cap;
+}
+
+std::string WriteTargets::backend_name() const {
+  return entries_.empty() || !entries_.front()->queue ? "" : std::string(entries_.front()->queue->name());
+}
+
+Status WriteTargets::Commit(uint64_t image_size) {
+  for (auto& e : entries_) {
+    if (!e->size_unknown) continue;
+    int fd = e->target->fd();
+    if (::ftruncate(fd, static_cast<off_t>(image_size)) != 0 || (!e->temp && ::fdatasync(fd) != 0)) {
+      return ErrnoError(fmt::format("{}: cannot set size to {}", e->path, image_size));
+    }
+  }
+  for (auto& e : entries_) {
+    if (e->temp) FP_RETURN_IF_ERROR(e->temp->Commit().WithContext(e->path));
+  }
+  return Status::Ok();
+}
+
+std::vector<std::string> WriteTargets::in_place_names() const {
+  std::vector<std::string> names;
+  for (const auto& e : entries_) {
+    if (prepared_ && e->mode != Mode::kNewFile) names.push_back(e->path);
+  }
+  return names;
+}
+
+bool WriteTargets::truncated_in_place() const {
+  for (const auto& e : entries_)
+    if (e->truncated) return true;
+  return false;
+}
+
+}  // namespace flashpipe::input

@@ -1,0 +1,88 @@
+// WriteTargets: the targets of one `flashpipe write`, every one of them
+// checked before any of them is changed.
+//
+//   Check()         opens and checks every target, changing nothing: block
+//                   devices opened (O_EXCL unless force), existing files
+//                   opened read-write, a new path's directory checked. Refused:
+//                   a directory, a missing /dev node, a path given twice
+//                   (through a symlink or hard link, or not there yet), a disk
+//                   and its partition, and a file that backs a loop device in
+//                   use (mounted, held, opened exclusively) unless force.
+//   RefuseInputs()  a target that is a file the image is read from (same
+//                   device and inode, whatever the path or stdin), a loop
+//                   device over one, or a disk and its partition.
+//   CheckFits()     the image's size (or a lower bound) against every target.
+//   Prepare()       the one place targets change: a temporary file beside each
+//                   file target (base/atomic_file.h), in-place files truncated.
+//   Commit()        after the whole write (and verify): files of unknown size
+//                   cut to size, temporary files renamed over their targets.
+//
+// Block devices, and existing files when in_place, are written in place: a
+// failure after Prepare leaves them partly written, and in_place_names()
+// says which. Every other file target keeps its old content until Commit;
+// destroying WriteTargets before Commit removes the temporary files.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/atomic_file.h"
+#include "base/file_id.h"
+#include "base/status.h"
+#include "input/image_source.h"
+#include "io/image_writer.h"
+#include "io/target.h"
+
+namespace flashpipe::input {
+
+struct TargetPolicy {
+  bool force = false;     // block devices in use, files behind loop devices in use
+  bool in_place = false;  // existing regular files: write into them, not beside
+};
+
+class WriteTargets {
+ public:
+  static Result<WriteTargets> Check(const std::vector<std::string>& paths, const TargetPolicy& policy);
+  WriteTargets(WriteTargets&&) noexcept;
+  WriteTargets& operator=(WriteTargets&&) noexcept;
+  ~WriteTargets();
+
+  Status RefuseInputs(const std::vector<InputFile>& inputs) const;
+  // `exact`: the image's size when known; `at_least`: a lower bound.
+  Status CheckFits(std::optional<uint64_t> exact, uint64_t at_least) const;
+  // `size`: the image's size when known (files are sized to it up front).
+  Status Prepare(std::optional<uint64_t> size);
+
+  // After Prepare: one device per target, on a queue of `backend`.
+  Result<std::vector<io::Device>> MakeDevices(io::Backend backend, unsigned depth);
+  // Bytes every block device takes (the smallest window; 0: no block device).
+  uint64_t BlockCapacity() const;
+  // The name of the first queue ("io_uring", ...), after MakeDevices.
+  std::string backend_name() const;
+
+  Status Commit(uint64_t image_size);
+
+  // Targets a failure after Prepare may have left partly written.
+  std::vector<std::string> in_place_names() const;
+  // An in-place file was truncated by Prepare (changed before any write).
+  bool truncated_in_place() const;
+
+  struct Entry;  // one target (write_targets.cc)
+
+ private:
+  WriteTargets();
+  std::vector<std::unique_ptr<Entry>> entries_;
+  bool prepared_ = false;
+};
+
+// A file a run writes besides its targets (the --json report; "-" is
+// stdout), described by `role`: refused when it lands on one of `targets`
+// (there already or not) or on one of `inputs`. By stat alone, so that it
+// can come first, before anything is opened.
+Status RefuseOtherOutput(const std::string& path, std::string_view role, const std::vector<std::string>& targets,
+                         const std::vector<InputFile>& inputs);
+
+}  // namespace flashpipe::input

@@ -1,0 +1,61 @@
+// Who else uses a block device or a file, read from sysfs and the mount
+// table, so that a write never lands under a mounted file system by way of a
+// loop device, and so that a refusal can say what holds the device:
+//
+//   BlockUse u = UseOfBlockDevice(st.st_rdev);          // mounts, holders
+//   for (BlockUse& l : LoopDevicesBackedBy(file_id))    // loop devices over a file
+//     if (l.in_use()) ... refuse, naming l.Describe()
+//
+// "In use" means mounted (/proc/self/mountinfo names the device or one of its
+// partitions), held by another block device (holders/: device mapper, md),
+// or opened exclusively by someone (an O_EXCL open fails with EBUSY, which
+// is how the kernel itself refuses a second claim). A plain open by another
+// process is not visible this way.
+//
+// `root` prefixes /sys, /proc and /dev, for tests that build a fake tree;
+// "" is the real system.
+#pragma once
+
+#include <sys/types.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/file_id.h"
+
+namespace flashpipe::io {
+
+struct BlockUse {
+  std::string device;                // "/dev/loop3"
+  std::vector<std::string> mounts;   // mount points of it or of its partitions
+  std::vector<std::string> holders;  // "dm-0"
+  bool busy = false;                 // an O_EXCL open fails with EBUSY
+  bool in_use() const { return !mounts.empty() || !holders.empty() || busy; }
+  // "mounted on /mnt", "held by dm-0", "opened exclusively by another
+  // program"; "" when not in use.
+  std::string Why() const;
+  // "/dev/loop3 (mounted on /mnt)", or just the device when not in use.
+  std::string Describe() const;
+};
+
+// The uses of block device `rdev` and of its partitions.
+BlockUse UseOfBlockDevice(dev_t rdev, const std::string& root = "");
+
+// Loop devices whose backing file is `file` (compared by device and inode),
+// with their uses; empty when there are none.
+std::vector<BlockUse> LoopDevicesBackedBy(const FileId& file, const std::string& root = "");
+
+// The backing file of loop device `rdev`; nullopt when `rdev` is not a loop
+// device, has no backing file, or the file is gone.
+std::optional<FileId> LoopBackingFile(dev_t rdev, const std::string& root = "");
+
+// The whole disk a partition belongs to; `rdev` itself when it is not a
+// partition.
+dev_t WholeDisk(dev_t rdev, const std::string& root = "");
+
+// Whether writing one of two block devices changes the other: the same
+// device, or a disk and one of its partitions.
+bool BlockDevicesOverlap(dev_t a, dev_t b, const std::string& root = "");
+
+}  // namespace flashpipe::io
