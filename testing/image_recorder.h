@@ -23,7 +23,6 @@ class ImageRecorder : public input::ImageSink {
   uint64_t headers = 0, raws = 0, fills = 0, zero_fills = 0, skips = 0, ends = 0, fd_raws = 0;
   uint64_t fail_after_raw_bytes = UINT64_MAX;  // OnRaw fails once this many bytes arrived
   uint64_t raw_bytes = 0;
-  uint64_t largest_fd_raw = 0;  // the longest range one RawFromFd call was given
 
   Status OnHeader(const sparse::FileHeader&) override { ++headers; return Status::Ok(); }
   Status OnRaw(uint64_t offset, std::span<const uint8_t> data) override {
@@ -50,7 +49,6 @@ class ImageRecorder : public input::ImageSink {
   Status OnEnd() override { ++ends; return Status::Ok(); }
   Result<uint32_t> RawFromFd(uint64_t out_offset, int fd, uint64_t in_offset, uint64_t n) override {
     ++fd_raws;
-    largest_fd_raw = std::max(largest_fd_raw, n);
     return ImageSink::RawFromFd(out_offset, fd, in_offset, n);
   }
 

@@ -1,17 +1,14 @@
 // BmapFileSource: a seekable raw file written through its bmap. Each mapped
-// range goes to the sink zero-copy (RawFromFd), in pieces with the kernel
-// asked to read ahead of them inside the range (ReadAhead), while a helper
-// thread hashes the same bytes from the page cache; the checksum is compared
-// before the next range starts, so a bad range stops the write right after
-// itself (as in BmapSource, which copies and hashes on one thread).
+// range goes to the sink zero-copy (RawFromFd) while a helper thread hashes
+// the same bytes from the page cache; the checksum is compared before the next
+// range starts, so a bad range stops the write right after itself (as in
+// BmapSource, which copies and hashes on one thread).
 #include <unistd.h>
 
-#include <algorithm>
 #include <future>
 #include <vector>
 
 #include "base/fd_io.h"
-#include "base/read_ahead.h"
 #include "input/sources.h"
 
 namespace flashpipe::input {
@@ -63,26 +60,15 @@ class BmapFileSource : public ImageSource {
     if (check && end - begin >= kAsyncHash) {
       hash = std::async(std::launch::async, HashRange, fd_.get(), bmap_.checksum_type, begin, end);
     }
-    Status copied = Copy(sink, begin, end);
+    auto copied = sink->RawFromFd(begin, fd_.get(), begin, end - begin);
     Result<std::string> got = hash.valid() ? hash.get()
                               : check     ? HashRange(fd_.get(), bmap_.checksum_type, begin, end)
                                           : Result<std::string>(std::string());
-    FP_RETURN_IF_ERROR(copied);
+    FP_RETURN_IF_ERROR(copied.status());
     FP_RETURN_IF_ERROR(got.status());
     if (check && *got != r.checksum) {
       return Corrupt(fmt::format("{} mismatch: image has {}, bmap says {}; nothing after this range was written",
                                  bmap_.checksum_type, *got, r.checksum));
-    }
-    return Status::Ok();
-  }
-
-  Status Copy(ImageSink* sink, uint64_t begin, uint64_t end) {
-    ReadAhead ahead(fd_.get(), end);
-    for (uint64_t at = begin; at < end;) {
-      uint64_t n = std::min(end - at, ReadAhead::kPiece);
-      ahead.At(at);
-      FP_RETURN_IF_ERROR(sink->RawFromFd(at, fd_.get(), at, n).status());
-      at += n;
     }
     return Status::Ok();
   }
