@@ -101,13 +101,11 @@ j = json.load(sys.stdin)
 print(sum(c["output_bytes"] for c in j["chunks"]
           if c["type"] == "RAW" or (c["type"] == "FILL" and c["pattern"] != 0)))'
 }
-new_loop() {  # new_loop FILE MIB -> prints the device
+new_loop() {  # new_loop FILE MIB: attaches a loop device, sets NEW_LOOP (not in $(...): LOOPS must see it)
   fallocate -l "$2M" "$1"
-  local l
-  l=$(losetup --direct-io=on --find --show "$1")
-  LOOPS+=("$l")
-  [ "$(cat "/sys/block/$(basename "$l")/loop/dio")" = 1 ] || log "warning: $l has no direct I/O"
-  echo "$l"
+  NEW_LOOP=$(losetup --direct-io=on --find --show "$1")
+  LOOPS+=("$NEW_LOOP")
+  [ "$(cat "/sys/block/$(basename "$NEW_LOOP")/loop/dio")" = 1 ] || log "warning: $NEW_LOOP has no direct I/O"
 }
 
 log "flashpipe $FP; $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg); temp dir $T"
@@ -126,15 +124,19 @@ log "images ready in $(( $(date +%s) - GEN_START )) s"
 floor_case() {  # floor_case NAME
   local img=$1.simg data la lb
   data=$(data_bytes "$img")
-  la=$(new_loop "$T/$1_fp.bin" $(( $("$FP" dump --json "$img" | python3 -c 'import json,sys; print(json.load(sys.stdin)["header"]["image_size"] >> 20)') + 64 )))
-  lb=$(new_loop "$T/$1_fio.bin" $(( (data >> 20) + 64 )))
+  new_loop "$T/$1_fp.bin" $(( $("$FP" dump --json "$img" | python3 -c 'import json,sys; print(json.load(sys.stdin)["header"]["image_size"] >> 20)') + 64 ))
+  la=$NEW_LOOP
+  new_loop "$T/$1_fio.bin" $(( (data >> 20) + 64 ))
+  lb=$NEW_LOOP
   local fp_cmd="$FP write --no-progress $T/$img $la"
   local fio_cmd="fio --name=floor --filename=$lb --rw=write --bs=1M --iodepth=4 --direct=1 --ioengine=io_uring --end_fsync=1 --size=$data"
   echo
   echo "### $1: $img, $data data bytes ($(( data >> 20 )) MiB) of $(stat -c %s "$img") in the file"
   echo "flashpipe: $fp_cmd"
   echo "fio:       $fio_cmd"
-  echo "read:      cat $img (the input alone, cold: flashpipe cannot finish before it)"
+  echo "read:      cat $img (the input alone, through the page cache, as a naive tool reads it)"
+  echo "read+fio:  cat $img & fio ...; wait (that read while fio writes: image and loop backing"
+  echo "           share this disk, so the target's floor moves when the input is read too)"
   local before=()
   if [ -n "${BEFORE:-}" ]; then
     echo "before:    $BEFORE write --no-progress $T/$img $la"
@@ -142,7 +144,8 @@ floor_case() {  # floor_case NAME
   fi
   sh -c "$fp_cmd" >/dev/null && sh -c "$fio_cmd" >/dev/null   # warm-up: allocate both backing files
   python3 "$HERE/time_pairs.py" --rounds "$N" --drop "$T/$img" --baseline fio \
-    "flashpipe=$fp_cmd >/dev/null" "${before[@]}" "fio=$fio_cmd >/dev/null" "read=cat $T/$img >/dev/null"
+    "flashpipe=$fp_cmd >/dev/null" "${before[@]}" "fio=$fio_cmd >/dev/null" "read=cat $T/$img >/dev/null" \
+    "read+fio=cat $T/$img >/dev/null & $fio_cmd >/dev/null; wait"
 }
 
 # ---- under a write throttle
@@ -186,7 +189,8 @@ throttled_bytes() {  # bytes written to the loop device as the throttle counted 
 throttle_case() {
   local data loop rows=$T/throttle.tsv
   data=$(data_bytes small.simg)
-  loop=$(new_loop "$T/throttle.bin" 448)
+  new_loop "$T/throttle.bin" 448
+  loop=$NEW_LOOP
   CG_MAJMIN=$(lsblk -ndo MAJ:MIN "$loop" | tr -d ' ')
   echo
   echo "### throttle: small.simg (384 MiB super-like, $data data bytes) to $loop under $((WBPS >> 20)) MiB/s"
