@@ -7,10 +7,14 @@
 //                  Counts syncs and the bytes written since the last one;
 //                  Hold() makes writes block until Release() (another thread).
 //   ScriptedTransport  a Transport that replays scripted commands and data
-//                  and records every response.
+//                  and records every response; Stall() is a client that
+//                  goes silent (reads wait for the session's deadline),
+//                  SetDelay() one that trickles, SetGone() one that left.
 #pragma once
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
@@ -18,13 +22,14 @@
 #include <deque>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
 #include "base/status.h"
-#include "fastboot/protocol.h"
 #include "fastboot/transport.h"
 #include "io/io_queue.h"
+#include "wire/protocol.h"
 
 namespace flashpipe::testing {
 
@@ -122,8 +127,16 @@ class ScriptedTransport final : public fastboot::StreamTransport {
   }
   // The client goes away here.
   ScriptedTransport& Close() { in_.push_back({Kind::kClose, {}}); return *this; }
+  // The client sends nothing more: every read waits for the deadline the
+  // session set and fails with kTimedOut (kCancelled when there is none).
+  ScriptedTransport& Stall() { in_.push_back({Kind::kStall, {}}); return *this; }
   // At most this many bytes per ReadData call (to test slicing).
   void SetMaxSlice(size_t n) { max_slice_ = n; }
+  // Each ReadData call first sleeps this long (a slow client).
+  void SetDelay(std::chrono::milliseconds d) { delay_ = d; }
+  // What ClientGone() answers (any thread).
+  void SetGone(bool gone) { gone_ = gone; }
+  bool ClientGone() override { return gone_; }
 
   const std::vector<std::string>& sent() const { return sent_; }
   // The OKAY and FAIL responses, in order (no INFO, no DATA).
@@ -142,6 +155,7 @@ class ScriptedTransport final : public fastboot::StreamTransport {
   void ClearSent() { sent_.clear(); }
 
   Result<std::string> ReadCommand(size_t max_size) override {
+    if (!in_.empty() && in_.front().kind == Kind::kStall) return WaitForDeadline();
     if (in_.empty() || in_.front().kind == Kind::kClose) return Cancelled("script: closed");
     Item item = std::move(in_.front());
     in_.pop_front();
@@ -149,6 +163,8 @@ class ScriptedTransport final : public fastboot::StreamTransport {
     return item.bytes;
   }
   Result<size_t> ReadData(std::span<uint8_t> out) override {
+    if (!in_.empty() && in_.front().kind == Kind::kStall) return WaitForDeadline();
+    if (delay_.count() > 0) std::this_thread::sleep_for(delay_);
     if (in_.empty() || in_.front().kind != Kind::kData) return Cancelled("script: no data");
     Item& item = in_.front();
     size_t n = std::min({out.size(), item.bytes.size() - offset_, max_slice_});
@@ -161,14 +177,20 @@ class ScriptedTransport final : public fastboot::StreamTransport {
     return n;
   }
   Status Send(std::string_view message) override {
-    if (message.size() > fastboot::kMaxResponse) std::abort();  // the contract
+    if (message.size() > wire::kMaxResponse) std::abort();  // the contract
     sent_.emplace_back(message);
     return Status::Ok();
   }
   std::string peer() const override { return "script"; }
 
  private:
-  enum class Kind { kCommand, kData, kClose };
+  Status WaitForDeadline() {
+    if (deadline() == Deadline::max()) return Cancelled("script: stalled without a deadline");
+    std::this_thread::sleep_until(deadline());
+    return TimedOut("script: deadline");
+  }
+
+  enum class Kind { kCommand, kData, kClose, kStall };
   struct Item {
     Kind kind;
     std::string bytes;
@@ -176,6 +198,8 @@ class ScriptedTransport final : public fastboot::StreamTransport {
   std::deque<Item> in_;
   size_t offset_ = 0;
   size_t max_slice_ = SIZE_MAX;
+  std::chrono::milliseconds delay_{0};
+  std::atomic<bool> gone_{false};
   std::vector<std::string> sent_;
 };
 

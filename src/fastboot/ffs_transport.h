@@ -64,6 +64,7 @@ class UsbTransport final : public Transport {
   Status ReceiveDownload(DownloadTarget& target) override;
   Status Send(std::string_view message) override;
   std::string peer() const override { return peer_; }
+  bool ClientGone() override { return gone(); }
 
   // Waits until the host took every response (bounded by write_timeout).
   Status Flush();

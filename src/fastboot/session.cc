@@ -1,16 +1,35 @@
 #include "fastboot/session.h"
 
 #include <algorithm>
-#include <cstdio>
 
+#include "base/log.h"
 #include "base/units.h"
 #include "fastboot/hooks.h"
-#include "fastboot/protocol.h"
+#include "wire/protocol.h"
 
 namespace flashpipe::fastboot {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+using wire::Data;
+using wire::Fail;
+using wire::Hex32;
+using wire::Hex64;
+using wire::Info;
+using wire::kMaxCommand;
+using wire::kMaxMessage;
+using wire::Okay;
+using wire::ParseCommand;
+using wire::ParseDownloadSize;
+using wire::SplitForInfo;
+
+// Output of an oem command sent to the client as INFO lines; the rest is
+// counted and dropped.
+constexpr size_t kOemOutputLimit = 4096;
+
+Status Locked(std::string_view what) {
+  return InvalidArgument(fmt::format("{}: device is locked (fastboot flashing unlock)", what));
+}
 
 // "boot_a" -> "boot"; "" when the name has no slot suffix.
 std::string_view SlotBase(std::string_view name) {
@@ -37,20 +56,20 @@ std::vector<std::string> SplitWords(std::string_view s) {
 }  // namespace
 
 const Session::CommandSpec Session::kCommands[] = {
-    // name, handler, needs_unlocked, waits_for_writes
-    {"getvar", &Session::DoGetvar, false, true},
-    {"download", &Session::DoDownload, true, false},
-    {"flash", &Session::DoFlash, true, false},  // Flash() waits for the previous part itself
-    {"erase", &Session::DoErase, true, true},
-    {"set_active", &Session::DoSetActive, false, true},
-    {"flashing", &Session::DoFlashing, false, true},
-    {"reboot", &Session::DoReboot, false, true},
-    {"reboot-bootloader", &Session::DoRebootBootloader, false, true},
-    {"reboot-fastboot", &Session::DoRebootFastboot, false, true},
-    {"reboot-recovery", &Session::DoRebootRecovery, false, true},
-    {"continue", &Session::DoContinue, false, true},
-    {"shutdown", &Session::DoShutdown, false, true},
-    {"oem", &Session::DoOem, false, true},
+    // name, handler, while locked, waits_for_writes, takes_argument
+    {"getvar", &Session::DoGetvar, kAllowed, true, true},
+    {"download", &Session::DoDownload, kRefused, false, true},  // as fastbootd
+    {"flash", &Session::DoFlash, kRefused, false, true},  // Flash() waits for the previous part itself
+    {"erase", &Session::DoErase, kRefused, true, true},
+    {"set_active", &Session::DoSetActive, kRefused, true, true},
+    {"flashing", &Session::DoFlashing, kHandlerDecides, true, true},  // unlock_critical is refused
+    {"reboot", &Session::DoReboot, kAllowed, true, true},
+    {"reboot-bootloader", &Session::DoRebootBootloader, kAllowed, true, false},
+    {"reboot-fastboot", &Session::DoRebootFastboot, kAllowed, true, false},
+    {"reboot-recovery", &Session::DoRebootRecovery, kAllowed, true, false},
+    {"continue", &Session::DoContinue, kAllowed, true, false},
+    {"shutdown", &Session::DoShutdown, kAllowed, true, false},
+    {"oem", &Session::DoOem, kHandlerDecides, true, true},  // only --oem-safe commands
 };
 
 const Session::VarSpec Session::kVars[] = {
@@ -76,29 +95,54 @@ const Session::VarSpec Session::kVars[] = {
 Session::Session(FastbootDevice* device, Transport* transport) : device_(device), transport_(transport) {}
 
 Status Session::Run() {
+  device_->ForgetDownload();
+  auto limit = device_->config().limits.session_timeout;
+  if (limit.count() > 0) deadline_ = Clock::now() + limit;
   while (after_ == After::kContinue) {
+    transport_->set_deadline(deadline_);
     auto wire = transport_->ReadCommand(kMaxCommand);
     if (!wire.ok()) {
       const Status& st = wire.status();
       if (st.code() == Code::kCancelled) return Status::Ok();
+      if (st.code() == Code::kTimedOut) return Expired();  // between commands: nobody waits for a FAIL
       FP_RETURN_IF_ERROR(Reply(st));
       if (st.code() != Code::kInvalidArgument) return st;  // framing lost
       continue;
     }
-    if (device_->config().verbose) std::fprintf(stderr, "serve: %s: %s\n", transport_->peer().c_str(), wire->c_str());
+    log::Debug("{}: {}", transport_->peer(), log::Printable(*wire));
     Status st = Dispatch(*wire);
     if (!st.ok()) return st.code() == Code::kCancelled ? Status::Ok() : st;
   }
-  if (after_ == After::kReboot && !device_->config().on_reboot.empty()) {
-    (void)RunShell(device_->config().on_reboot, "reboot", {reboot_target_}, [](std::string_view) {});
-  }
+  RunAfterHooks();
+  return end_status_;
+}
+
+Status Session::Expired() const {
+  return TimedOut(fmt::format("session time limit of {} s reached", device_->config().limits.session_timeout.count()));
+}
+
+// The handler's answer when a time limit ends the session: a FAIL, then the end.
+Result<std::string> Session::EndSession(Status why) {
+  after_ = After::kEndSession;
+  end_status_ = why;
+  return why;
+}
+
+void Session::RunAfterHooks() {
+  const DeviceConfig& config = device_->config();
+  auto run = [&](const std::string& command, const std::string& name, std::vector<std::string> args) {
+    if (command.empty()) return;
+    auto log_line = [&](std::string_view line) { log::Debug("{} hook: {}", name, log::Printable(line)); };
+    auto r = RunHook(command, name, args, {.timeout = config.hook_timeout}, log_line);
+    if (!r.ok()) log::Warn("{} hook: {}", name, r.status().ToString());
+    if (r.ok() && r->timed_out) log::Warn("{} hook killed after {} ms", name, config.hook_timeout.count());
+    if (r.ok() && !r->timed_out && r->exit_status != 0) log::Warn("{} hook: exit status {}", name, r->exit_status);
+  };
+  if (after_ == After::kReboot) run(config.on_reboot, "reboot", {reboot_target_});
   if (after_ == After::kShutdown) {
-    if (!device_->config().on_shutdown.empty()) {
-      (void)RunShell(device_->config().on_shutdown, "shutdown", {}, [](std::string_view) {});
-    }
-    if (device_->config().exit_on_shutdown) device_->RequestExit();
+    run(config.on_shutdown, "shutdown", {});
+    if (config.exit_on_shutdown) device_->RequestExit();
   }
-  return Status::Ok();
 }
 
 Status Session::Dispatch(std::string_view wire) {
@@ -108,8 +152,9 @@ Status Session::Dispatch(std::string_view wire) {
     if (spec.name != cmd->name) continue;
     Status pending = spec.waits_for_writes ? device_->WaitWrites() : device_->TakeWriteError();
     if (!pending.ok()) return Reply(pending);
-    if (spec.needs_unlocked && device_->state().locked()) {
-      return Reply(InvalidArgument(fmt::format("{}: device is locked (fastboot flashing unlock)", spec.name)));
+    if (spec.when_locked == kRefused && device_->state().locked()) return Reply(Locked(spec.name));
+    if (!spec.takes_argument && !cmd->arg.empty()) {
+      return Reply(InvalidArgument(fmt::format("{} takes no argument", spec.name)));
     }
     Result<std::string> r = (this->*spec.handler)(cmd->arg);
     if (!transport_error_.ok()) return transport_error_;
@@ -121,8 +166,10 @@ Status Session::Dispatch(std::string_view wire) {
 Status Session::Reply(const Result<std::string>& result) {
   if (result.ok()) return transport_->Send(Okay(*result));
   std::string reason = result.status().ToString();
-  if (device_->config().verbose || reason.size() > kMaxMessage) {
-    std::fprintf(stderr, "serve: %s: FAIL %s\n", transport_->peer().c_str(), reason.c_str());
+  if (reason.size() > kMaxMessage) {
+    log::Info("{}: FAIL {}", transport_->peer(), log::Printable(reason, 1024));
+  } else {
+    log::Debug("{}: FAIL {}", transport_->peer(), log::Printable(reason));
   }
   if (reason.size() > kMaxMessage) {
     for (const auto& piece : SplitForInfo(reason)) FP_RETURN_IF_ERROR(transport_->Send(Info(piece)));
@@ -219,7 +266,20 @@ Result<std::string> Session::DoDownload(const std::string& arg) {
     transport_error_ = st;
     return st;
   }
-  if (Status st = transport_->ReceiveDownload(device_->download_target()); !st.ok()) {
+  RateFloor floor(device_->config().limits, Clock::now());
+  DownloadTarget& target = device_->download_target();
+  for (;;) {
+    auto now = Clock::now();
+    Status over = now >= deadline_ ? Expired() : floor.Check(target.received(), now);
+    if (!over.ok()) {
+      uint64_t at = target.received();
+      device_->AbortDownload();
+      return EndSession(over.WithContext(fmt::format("download at byte {} of {}", at, size)));
+    }
+    transport_->set_deadline(std::min(deadline_, floor.next_check()));
+    Status st = transport_->ReceiveDownload(target);
+    if (st.ok()) break;
+    if (st.code() == Code::kTimedOut) continue;  // a limit to check, above
     device_->AbortDownload();
     st = st.WithContext(fmt::format("download at byte {} of {}", device_->download_received(), size));
     // Malformed data (USB: more than announced) leaves the link usable: FAIL it.
@@ -265,17 +325,24 @@ Result<std::string> Session::DoFlashing(const std::string& arg) {
     const char* arg;
     Status (PersistentState::*set)(bool);
     bool locked;
+    bool refused_while_locked;
   };
   static const LockOp kLockOps[] = {
-      {"lock", &PersistentState::SetLocked, true},
-      {"unlock", &PersistentState::SetLocked, false},
-      {"lock_critical", &PersistentState::SetCriticalLocked, true},
-      {"unlock_critical", &PersistentState::SetCriticalLocked, false},
+      {"lock", &PersistentState::SetLocked, true, false},
+      {"unlock", &PersistentState::SetLocked, false, false},
+      {"lock_critical", &PersistentState::SetCriticalLocked, true, false},
+      {"unlock_critical", &PersistentState::SetCriticalLocked, false, true},
   };
   for (const auto& op : kLockOps) {
     if (arg != op.arg) continue;
+    if (op.refused_while_locked && device_->state().locked()) return Locked(fmt::format("flashing {}", op.arg));
     if (!op.locked && !device_->config().unlock_allowed) return Unsupported("unlocking is not allowed on this device");
-    FP_RETURN_IF_ERROR((device_->state().*op.set)(op.locked));
+    if (Status st = (device_->state().*op.set)(op.locked); !st.ok()) {
+      // A lock that could not be saved still holds; the client is told.
+      log::Warn("flashing {}: {}", op.arg, st.ToString());
+      return st.WithContext(fmt::format("flashing {}", op.arg));
+    }
+    log::Info("{}: flashing {}: {}", transport_->peer(), op.arg, device_->state().Describe());
     return std::string();
   }
   if (arg == "get_unlock_ability") {
@@ -297,9 +364,14 @@ Result<std::string> Session::RebootTo(std::string target) {
   return std::string();
 }
 
+// "reboot:bootloader" from newer clients; only the protocol's targets.
 Result<std::string> Session::DoReboot(const std::string& arg) {
-  if (!arg.empty()) return RebootTo(arg);  // "reboot:bootloader" from newer clients
-  return RebootTo("system");
+  static constexpr std::string_view kTargets[] = {"bootloader", "fastboot", "recovery"};
+  if (arg.empty()) return RebootTo("system");
+  if (std::find(std::begin(kTargets), std::end(kTargets), arg) == std::end(kTargets)) {
+    return InvalidArgument(fmt::format("reboot: unknown target '{}'", arg.substr(0, 20)));
+  }
+  return RebootTo(arg);
 }
 Result<std::string> Session::DoRebootBootloader(const std::string&) { return RebootTo("bootloader"); }
 Result<std::string> Session::DoRebootFastboot(const std::string&) { return RebootTo("fastboot"); }
@@ -314,17 +386,33 @@ Result<std::string> Session::DoShutdown(const std::string&) {
 Result<std::string> Session::DoOem(const std::string& arg) {
   std::vector<std::string> words = SplitWords(arg);
   if (words.empty()) return InvalidArgument("oem: missing command");
-  for (const auto& [name, command] : device_->config().oem) {
-    if (name != words[0]) continue;
-    std::vector<std::string> args(words.begin() + 1, words.end());
-    FP_ASSIGN_OR_RETURN(int rc, RunShell(command, name, args, [this](std::string_view line) {
-                          for (const auto& piece : SplitForInfo(line)) (void)SendInfo(piece);
-                        }));
-    if (!transport_error_.ok()) return transport_error_;
-    if (rc != 0) return Status(Code::kIoError, fmt::format("oem {}: exit status {}", name, rc));
-    return std::string();
+  const DeviceConfig& config = device_->config();
+  auto oem = std::find_if(config.oem.begin(), config.oem.end(),
+                          [&](const OemCommand& c) { return c.name == words[0]; });
+  if (oem == config.oem.end()) return Unsupported(fmt::format("oem {}: not configured", words[0].substr(0, 40)));
+  if (device_->state().locked() && !oem->allowed_locked) return Locked(fmt::format("oem {}", oem->name));
+  std::vector<std::string> args(words.begin() + 1, words.end());
+  HookLimits limits{.timeout = config.hook_timeout, .output_limit = kOemOutputLimit};
+  limits.cancelled = [this] { return !transport_error_.ok() || transport_->ClientGone(); };
+  auto to_client = [this](std::string_view line) {
+    for (const auto& piece : SplitForInfo(line)) (void)SendInfo(piece);
+  };
+  FP_ASSIGN_OR_RETURN(HookResult r, RunHook(oem->command, oem->name, args, limits, to_client));
+  if (r.cancelled && transport_error_.ok()) {
+    transport_error_ = Cancelled(fmt::format("client gone during oem {}", oem->name));
   }
-  return Unsupported(fmt::format("oem {}: not configured", words[0].substr(0, 40)));
+  if (!transport_error_.ok()) return transport_error_;
+  if (r.dropped_bytes > 0) {
+    (void)SendInfo(fmt::format("oem {}: {} more bytes of output dropped", oem->name, r.dropped_bytes));
+  }
+  if (r.timed_out) {
+    log::Warn("{}: oem {} killed after {} ms", transport_->peer(), oem->name, config.hook_timeout.count());
+    return TimedOut(fmt::format("oem {}: killed after {} s", oem->name, config.hook_timeout.count() / 1000));
+  }
+  if (r.exit_status != 0) {
+    return Status(Code::kIoError, fmt::format("oem {}: exit status {}", oem->name, r.exit_status));
+  }
+  return std::string();
 }
 
 // --- variables --------------------------------------------------------------

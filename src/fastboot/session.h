@@ -1,7 +1,16 @@
 // Session: one client's conversation with a FastbootDevice, driven through a
-// Transport. Commands dispatch through a table (name, handler, whether the
-// device must be unlocked, whether write-behind flashes must finish first);
-// variables through another. Each handler returns Result<std::string>: the
+// Transport. Commands dispatch through a table (name, handler, what it may do
+// while the device is locked, whether write-behind flashes must finish
+// first, whether it takes an argument); variables through another.
+//
+// Locked means locked for everything that changes the device, as in AOSP:
+// download, flash, erase, set_active, `flashing unlock_critical` and oem
+// commands not marked safe FAIL while `flashing lock` holds.
+//
+// A session starts without a download (an image belongs to the session that
+// sent it) and ends at the device's time limits (deadlines.h): past
+// session_timeout, or when a download arrives slower than the floor rate
+// (then with a FAIL, since the client is waiting for an answer). Each handler returns Result<std::string>: the
 // OKAY message, or a Status that becomes the FAIL (the one place a Status is
 // turned into a FAIL: long reasons go out as INFO lines first, then a FAIL
 // cut to 64 bytes). Handlers may send INFO lines before that.
@@ -27,7 +36,8 @@ class Session {
   Session(FastbootDevice* device, Transport* transport);
 
   // OK when the client went away or a reboot/shutdown ended the session;
-  // an error when the transport failed in a way that ends it.
+  // kTimedOut when a time limit ended it; another error when the transport
+  // failed in a way that ends it.
   Status Run();
   // Run() ended with reboot*/continue (the USB transport then re-enumerates).
   bool rebooted() const { return after_ == After::kReboot; }
@@ -35,22 +45,27 @@ class Session {
  private:
   using Handler = Result<std::string> (Session::*)(const std::string& arg);
   using Getter = Result<std::string> (Session::*)(std::string_view partition);
+  enum WhenLocked { kAllowed, kRefused, kHandlerDecides };
   struct CommandSpec {
     std::string_view name;
     Handler handler;
-    bool needs_unlocked;
+    WhenLocked when_locked;
     bool waits_for_writes;
+    bool takes_argument;
   };
   struct VarSpec {
     std::string_view name;
     Getter get;
     bool per_partition;
   };
-  enum class After { kContinue, kReboot, kShutdown };
+  enum class After { kContinue, kEndSession, kReboot, kShutdown };
 
   Status Dispatch(std::string_view wire);
   Status Reply(const Result<std::string>& result);
   Status SendInfo(std::string_view message);
+  Status Expired() const;
+  Result<std::string> EndSession(Status why);
+  void RunAfterHooks();
   Result<const Partition*> Resolve(const std::string& name);
   Result<const Partition*> ResolveWritable(const std::string& name);
   bool HasSlots() const;
@@ -97,6 +112,8 @@ class Session {
   After after_ = After::kContinue;
   std::string reboot_target_;
   Status transport_error_;
+  Status end_status_;  // why the session was ended early (a time limit)
+  Transport::Deadline deadline_ = Transport::Deadline::max();
 };
 
 }  // namespace flashpipe::fastboot

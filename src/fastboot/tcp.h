@@ -33,6 +33,7 @@ class TcpTransport : public StreamTransport {
   Result<size_t> ReadData(std::span<uint8_t> out) override;
   Status Send(std::string_view message) override;
   std::string peer() const override { return "tcp " + peer_; }
+  bool ClientGone() override;
 
  private:
   Result<uint64_t> ReadFrameHeader(bool eof_ok);
@@ -49,6 +50,8 @@ class TcpServer {
                                                    std::chrono::milliseconds idle_timeout);
   ~TcpServer();
   uint16_t port() const;
+  // "127.0.0.1:5554": the address it is bound to.
+  std::string address() const;
   void Start();
 
  private:

@@ -1,4 +1,4 @@
-// Fastboot over UDP (AOSP fastboot/README.md, "UDP Protocol v1").
+// Fastboot over UDP, the device side (the bytes: wire/udp_packet.h).
 //
 // Every host packet starts with [id][flags][seq_hi][seq_lo] and gets exactly
 // one answer echoing its seq: query (1) -> the next expected seq; init (2) ->
@@ -40,18 +40,9 @@
 #include "base/unique_fd.h"
 #include "fastboot/device.h"
 #include "fastboot/transport.h"
+#include "wire/udp_packet.h"
 
 namespace flashpipe::fastboot {
-
-namespace udp {
-inline constexpr uint8_t kIdError = 0;
-inline constexpr uint8_t kIdQuery = 1;
-inline constexpr uint8_t kIdInit = 2;
-inline constexpr uint8_t kIdFastboot = 3;
-inline constexpr uint8_t kFlagContinuation = 1;
-inline constexpr size_t kHeaderSize = 4;
-inline constexpr uint16_t kMinPacketSize = 512;
-}  // namespace udp
 
 // The session side of one UDP client. Thread-safe between the server thread
 // (Push*, TakeOutbound, Close) and the session thread (Transport methods).
@@ -63,12 +54,16 @@ class UdpChannel : public StreamTransport {
   Result<size_t> ReadData(std::span<uint8_t> out) override;
   Status Send(std::string_view message) override;
   std::string peer() const override { return "udp " + peer_; }
+  bool ClientGone() override { return closed(); }
 
   // Server side. PushInbound blocks while the inbound queue is over its limit.
   void PushInbound(std::span<const uint8_t> bytes, bool end_of_message);
   std::optional<std::string> TakeOutbound();
-  void Close();
+  // Ends the session. resumable: the client was only quiet between
+  // commands, and its next command may start a new session.
+  void Close(bool resumable = false);
   bool closed() const;
+  bool resumable() const;
   // True while the session waits for a command with nothing queued either way.
   bool idle() const;
 
@@ -77,6 +72,8 @@ class UdpChannel : public StreamTransport {
     std::vector<uint8_t> bytes;
     bool end_of_message;
   };
+  bool WaitInbound(std::unique_lock<std::mutex>& lock);
+
   std::string peer_;
   size_t inbound_limit_;
   int wake_fd_;
@@ -87,6 +84,7 @@ class UdpChannel : public StreamTransport {
   size_t head_offset_ = 0;  // bytes of inbound_.front() already read
   std::deque<std::string> outbound_;
   bool closed_ = false;
+  bool resumable_ = false;
   bool waiting_for_command_ = false;
 };
 
@@ -106,6 +104,8 @@ class UdpServer {
                                                  UdpOptions options = {});
   ~UdpServer();
   uint16_t port() const;
+  // "127.0.0.1:5554": the address it is bound to.
+  std::string address() const;
   void Start();
 
   // Tests and the fuzzer: no socket; packets go in through InjectPacket (on
@@ -149,7 +149,7 @@ class UdpServer {
   // Packet-thread state.
   uint16_t expected_seq_ = 0;
   std::optional<Peer> peer_;
-  uint16_t packet_size_ = udp::kMinPacketSize;
+  uint16_t packet_size_ = wire::udp::kMinPacketSize;
   std::vector<uint8_t> saved_;  // last answer to peer_, for a repeated seq
   std::atomic<Clock::time_point> last_heard_{};  // read by YieldIfIdle too
   std::atomic<bool> poll_pending_{false};  // read by YieldIfIdle too
