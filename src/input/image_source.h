@@ -3,11 +3,10 @@
 // form by magic bytes (detect.h), never by file name:
 //
 //   spec            content                 source
-//   file, seekable  sparse                  SparseFileSource: headers fed to the
-//                                           decoder, RAW payload zero-copy
-//                                           (ImageSink::RawFromFd)
-//   file, seekable  raw                     RawFileSource: data extents zero-copy,
-//                                           holes (SEEK_HOLE) as zero FILL
+//   file, seekable  sparse                  SparseFileSource: read ahead
+//                                           (sparse::ReadAhead) into the decoder
+//   file, seekable  raw                     RawFileSource: data extents read
+//                                           ahead, holes (SEEK_HOLE) as zero FILL
 //   "-", fifo       sparse or raw           StreamSource over a ByteReader
 //   any             gzip/xz/zstd/bzip2/lz4  StreamSource over a DecompressReader
 //                                           (its own thread); content detected
