@@ -20,7 +20,6 @@
 #include "base/log.h"
 #include "base/units.h"
 #include "fastboot/device.h"
-#include "fastboot/net.h"
 #include "fastboot/storage.h"
 #include "fastboot/tcp.h"
 #include "fastboot/udp.h"
