@@ -144,6 +144,7 @@ TEST_F(LogicalSessionTest, GetvarAnswersForLogicalPartitions) {
   EXPECT_EQ(One("getvar:partition-type:system_a"), "OKAYraw");
   EXPECT_EQ(One("getvar:has-slot:system"), "OKAYyes");
   EXPECT_EQ(One("getvar:has-slot:super"), "OKAYno");
+  EXPECT_EQ(One("getvar:has-slot:odm"), "OKAYno");  // as fastbootd, for `flashall --slot all`
   EXPECT_EQ(One("getvar:is-logical:nope"), "FAILpartition 'nope' not found");
   ScriptedTransport t;
   t.Command("getvar:all");
@@ -362,6 +363,7 @@ TEST_F(LogicalSessionTest, WithoutASuperTheCommandsSaySo) {
   device_ = std::make_unique<FastbootDevice>(config, Storage::ForQueue(&mem_, g, parts_), PersistentState::InMemory());
   EXPECT_EQ(One("getvar:super-partition-name"), "FAILthis device has no super partition");
   EXPECT_EQ(One("getvar:is-userspace"), "OKAYno");
+  EXPECT_EQ(One("getvar:has-slot:odm"), "FAILpartition 'odm' not found");
   EXPECT_EQ(One("getvar:is-logical:super"), "OKAYno");
   EXPECT_EQ(One("create-logical-partition:a:1"), "FAILcreate-logical-partition: this device has no super partition");
 }

@@ -480,6 +480,9 @@ Result<std::string> Session::VarHasSlot(std::string_view partition) {
   auto& storage = device_->storage();
   if (storage.Find(name + "_a") != nullptr || storage.Find(name + "_b") != nullptr) return std::string("yes");
   if (storage.Find(name) != nullptr) return std::string("no");
+  // As fastbootd: `flashall --slot all` asks about every image it knows
+  // (odm, dtbo, ...) and gives up on a FAIL.
+  if (*VarIsUserspace({}) == "yes") return std::string("no");
   return NotFound(fmt::format("partition '{}' not found", name.substr(0, 40)));
 }
 Result<std::string> Session::VarIsLogical(std::string_view partition) {
