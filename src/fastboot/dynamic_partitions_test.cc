@@ -2,7 +2,7 @@
 // what was not synced (testing/memory_block_io.h): the logical partitions it
 // hands out, its refusals, repair on open, and crash safety of every change
 // (update-super with and without wipe, create, grow, shrink, delete) with a
-// crash at each of its writes.
+// crash at each of its writes and syncs.
 #include "fastboot/dynamic_partitions.h"
 
 #include <gtest/gtest.h>
@@ -215,32 +215,45 @@ std::vector<std::vector<MemoryBlockIo::Fate>> AllFates(size_t n) {
   return out;
 }
 
-// Each change, torn at each of its writes, then the power gone with every
+// Each change, cut by a fault at each of its writes (the write torn) and at
+// each of its syncs (the sync failing), then the power gone with every
 // combination of fates for the writes not yet synced: reopening repairs, and
 // every slot then holds the layout from before or the one after, never a mix
 // or nothing.
-void CrashAtEveryWrite(const lp::Metadata& before, const std::function<Status(DynamicPartitions&)>& change) {
+void CrashAtEveryStep(const lp::Metadata& before, const std::function<Status(DynamicPartitions&)>& change) {
   auto clean = Device(before);
   MemoryBlockIo* c = clean.get();
   auto d = Open(std::move(clean));
-  const uint64_t start = c->writes();
+  const uint64_t start_writes = c->writes(), start_syncs = c->syncs();
   ASSERT_TRUE(change(*d).ok());
-  const uint64_t writes = c->writes() - start;
+  const uint64_t writes = c->writes() - start_writes, syncs = c->syncs() - start_syncs;
   const lp::Metadata after = *lp::ReadMetadata(*c, 0);
   ASSERT_FALSE(SameLayout(after, before));
   ASSERT_GT(writes, 1u);
-  for (uint64_t n = 1; n <= writes; ++n) {
+  ASSERT_GT(syncs, 1u);
+  struct Fault {
+    const char* what;
+    uint64_t n;
+  };
+  std::vector<Fault> faults;
+  for (uint64_t n = 1; n <= writes; ++n) faults.push_back({"torn write", n});
+  for (uint64_t n = 1; n <= syncs; ++n) faults.push_back({"failed sync", n});
+  for (const Fault& fault : faults) {
     auto io = Device(before);
     MemoryBlockIo* raw = io.get();
     auto dp = Open(std::move(io));
-    raw->TearWrite(n);
+    if (fault.what[0] == 't') {
+      raw->TearWrite(fault.n);
+    } else {
+      raw->FailSync(fault.n);
+    }
     ::testing::internal::CaptureStderr();
-    EXPECT_FALSE(change(*dp).ok());
+    EXPECT_FALSE(change(*dp).ok()) << fault.what << " " << fault.n;
     (void)::testing::internal::GetCapturedStderr();
     ASSERT_LE(raw->unsynced_writes(), 6u);
     for (const auto& fates : AllFates(raw->unsynced_writes())) {
-      SCOPED_TRACE(::testing::Message() << "torn write " << n << " of " << writes << ", "
-                                        << raw->unsynced_writes() << " unsynced");
+      SCOPED_TRACE(::testing::Message() << fault.what << " " << fault.n << " of " << (fault.what[0] == 't' ? writes : syncs)
+                                        << ", " << raw->unsynced_writes() << " unsynced");
       auto crashed = std::make_unique<MemoryBlockIo>(raw->AfterCrash(fates));
       MemoryBlockIo* medium = crashed.get();
       ::testing::internal::CaptureStderr();
@@ -260,7 +273,7 @@ void CrashAtEveryWrite(const lp::Metadata& before, const std::function<Status(Dy
   }
 }
 
-TEST(DynamicPartitionsTest, EveryChangeSurvivesACrashAtEveryWrite) {
+TEST(DynamicPartitionsTest, EveryChangeSurvivesACrashAtEveryWriteAndSync) {
   const lp::Metadata base = Layout({3 * kMiB, kMiB, 2 * kMiB, kMiB});
   const std::vector<uint8_t> empty = EmptyImage(Layout({0, 0, 0, 0}));
   struct Case {
@@ -276,7 +289,7 @@ TEST(DynamicPartitionsTest, EveryChangeSurvivesACrashAtEveryWrite) {
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.name);
-    CrashAtEveryWrite(base, c.change);
+    CrashAtEveryStep(base, c.change);
     if (HasFatalFailure()) return;
   }
 }
