@@ -347,6 +347,20 @@ TEST_F(LogicalSessionTest, FlashingTheSuperReadsItsMetadataAgain) {
   }
 }
 
+// fetch reads one window: a logical partition in one extent is read from
+// it; one in several extents is refused, never read as [offset, +size).
+TEST_F(LogicalSessionTest, FetchReadsALogicalPartitionOnlyInsideItsExtent) {
+  auto vendor = SparseBuilder::RandomBytes(kMiB, 3);
+  ASSERT_EQ(Send(vendor, "flash:vendor_a"), kOkay2);
+  ScriptedTransport t;
+  t.Command("fetch:vendor_a:0x1000:0x2000");
+  EXPECT_EQ(Run(t), std::vector<std::string>{"OKAY"});
+  EXPECT_EQ(t.sent().front(), "DATA00002000");
+  EXPECT_TRUE(t.data() == std::string(vendor.begin() + 0x1000, vendor.begin() + 0x3000));
+  ASSERT_EQ(device_->storage().Find("system_a")->extents.size(), 2u);
+  EXPECT_EQ(One("fetch:system_a"), "FAILlogical partition 'system_a' in 2 extents cannot be read bac");
+}
+
 TEST_F(LogicalSessionTest, SetActiveReadsThatSlotsMetadata) {
   testing::VectorBlockIo io(&mem_.disk(), kSuperOffset, kSuperSize);
   ASSERT_TRUE(lp::UpdateMetadata(io, Layout({3 * kMiB, 2 * kMiB, 2 * kMiB, 0}), 1).ok());

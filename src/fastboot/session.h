@@ -6,7 +6,10 @@
 // Locked means locked for everything that changes the device, as in AOSP:
 // download, flash, erase, set_active, update-super, the logical partition
 // commands, `flashing unlock_critical` and oem commands not marked safe FAIL
-// while `flashing lock` holds.
+// while `flashing lock` holds. Reading back (fetch, upload, oem stage, oem
+// digest) FAILs too, as fastbootd refuses fetch: a locked device gives out
+// no partition's content, not even as a digest of a range small enough to
+// guess.
 //
 // With a super partition (Storage::AttachSuper) the session is a userspace
 // fastboot for dynamic partitions, as fastbootd: is-logical, update-super,
@@ -30,6 +33,7 @@
 #include <chrono>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "base/status.h"
 #include "fastboot/device.h"
@@ -48,6 +52,9 @@ class Session {
   Status Run();
   // Run() ended with reboot*/continue (the USB transport then re-enumerates).
   bool rebooted() const { return after_ == After::kReboot; }
+  // oem commands the daemon answers itself (stage, digest): an --oem of
+  // the same name could never run.
+  static bool IsBuiltinOem(std::string_view name);
 
  private:
   using Handler = Result<std::string> (Session::*)(const std::string& arg);
@@ -66,6 +73,11 @@ class Session {
     bool per_partition;
   };
   enum class After { kContinue, kEndSession, kReboot, kShutdown };
+  using OemHandler = Result<std::string> (Session::*)(const std::string& range);
+  struct BuiltinOem {
+    std::string_view name;
+    OemHandler handler;
+  };
 
   Status Dispatch(std::string_view wire);
   Status Reply(const Result<std::string>& result);
@@ -99,6 +111,15 @@ class Session {
   Result<DynamicPartitions*> SuperForChange(std::string_view what);
   Result<std::string> VarSuperPartitionName(std::string_view);
   Result<std::string> RebootTo(std::string target);
+  // Reading back (readback.h): fetch, upload, oem stage, oem digest.
+  Result<std::string> DoFetch(const std::string& arg);
+  Result<std::string> DoUpload(const std::string& arg);
+  Result<std::string> DoOemStage(const std::string& range);
+  Result<std::string> DoOemDigest(const std::string& range);
+  Result<std::pair<const Partition*, ByteRange>> ResolveRead(const std::string& text);
+  Result<StagedRange> ResolveFetch(const std::string& text);
+  Result<std::string> SendStaged(const StagedRange& staged);
+  uint64_t MaxFetch() const;
 
   Result<std::string> VarVersion(std::string_view);
   Result<std::string> VarVersionBootloader(std::string_view);
@@ -117,9 +138,11 @@ class Session {
   Result<std::string> VarPartitionType(std::string_view partition);
   Result<std::string> VarHasSlot(std::string_view partition);
   Result<std::string> VarIsLogical(std::string_view partition);
+  Result<std::string> VarMaxFetchSize(std::string_view);
 
   static const CommandSpec kCommands[];
   static const VarSpec kVars[];
+  static const BuiltinOem kBuiltinOems[];
 
   FastbootDevice* device_;
   Transport* transport_;

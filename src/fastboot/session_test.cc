@@ -126,7 +126,8 @@ TEST_F(SessionTest, GetvarAllListsEveryVariableAsInfo) {
   EXPECT_TRUE(has("current-slot:a"));
   EXPECT_TRUE(has("has-slot:boot:yes"));
   EXPECT_TRUE(has("has-slot:system:no"));
-  EXPECT_EQ(infos.size(), 13u + 3 * 4 + 3);  // globals, 3 per partition, has-slot per base name
+  EXPECT_TRUE(has("max-fetch-size:0x00200000"));
+  EXPECT_EQ(infos.size(), 14u + 3 * 4 + 3);  // globals, 3 per partition, has-slot per base name
   for (const auto& s : t.sent()) EXPECT_LE(s.size(), wire::kMaxResponse);
 }
 
