@@ -232,6 +232,11 @@ TEST_F(LogicalSessionTest, ResizeCreateDeleteChangeTheMetadataOnDisk) {
 
   EXPECT_EQ(One("create-logical-partition:odm_a:0x100000"), "OKAY");
   EXPECT_EQ(One("getvar:is-logical:odm_a"), "OKAYyes");
+  // Every extent starts on the super's 1 MiB alignment and is whole 4 KiB blocks.
+  for (const auto& e : OnDisk(0).extents) {
+    EXPECT_EQ(e.target_data * 512 % kMiB, 0u) << "extent at sector " << e.target_data;
+    EXPECT_EQ(e.num_sectors * 512 % 4096, 0u) << "extent at sector " << e.target_data;
+  }
   EXPECT_NE(lp::FindPartition(OnDisk(1), "odm_a"), nullptr);
   EXPECT_EQ(One("create-logical-partition:odm_a:1"), "FAILpartition 'odm_a' already exists");
   EXPECT_EQ(One("create-logical-partition:boot_a:1"), "FAILpartition 'boot_a' already exists");
