@@ -128,6 +128,9 @@ lp_suite() {
   done
   pass "flashall from a blank super: slot a's logical partitions == images, in both metadata slots; getvar all"
 
+  # --skip-secondary: without it the 29.0.6 client resizes the other slot's
+  # system and vendor to 0 (its system_other/vendor_other entries, even with
+  # no such image), which fastbootd obeys too.
   ANDROID_PRODUCT_OUT=$B fb_ok --slot other --skip-secondary flashall
   out=$(fb getvar current-slot 2>&1 || true)
   grep -q "current-slot: b" <<<"$out" || die "--slot other did not switch to b: $out"
