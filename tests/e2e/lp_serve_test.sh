@@ -126,7 +126,9 @@ lp_suite() {
               "partition-size:product_b:0x0000000000000000" "has-slot:vendor:yes"; do
     grep -qi -- "$line" <<<"$out" || die "getvar all lacks $line: $out"
   done
-  pass "flashall from a blank super: slot a's logical partitions == images, in both metadata slots; getvar all"
+  out=$(fb getvar partition-type:system_a 2>&1 || true)
+  grep -q "partition-type:system_a: ext4" <<<"$out" || die "partition-type of a flashed logical partition: $out"
+  pass "flashall from a blank super: slot a's logical partitions == images, in both metadata slots; getvar all, partition-type ext4"
 
   # --skip-secondary: without it the 29.0.6 client resizes the other slot's
   # system and vendor to 0 (its system_other/vendor_other entries, even with
