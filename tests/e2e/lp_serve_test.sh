@@ -10,6 +10,7 @@
 # from our C++) must equal its image; the logical partition commands by hand;
 # update-super (flashall's) with another geometry or a corrupt super_empty.img
 # refused with nothing written; bytes outside the GPT partitions never change.
+# Also flashall with --write-behind and over UDP.
 # Needs $FLASHPIPE and $FLASHPIPE_SOURCE_DIR (set by ctest). Temp dir only.
 TRANSPORT=tcp
 # shellcheck source=fastboot_lib.sh
@@ -219,6 +220,30 @@ lp_suite() {
   check_guards "$disk" "$snap"
 }
 
+# The same flow with --write-behind (metadata commands wait for queued
+# flashes) and over UDP, on a copy of the fresh disk.
+variants_check() {
+  local disk="$work/variant.img"
+  cp "$1" "$disk"
+  rm -f "$work/state"
+  start_daemon --storage "$disk" --write-behind
+  ANDROID_PRODUCT_OUT="$work/prodB" fb_ok --slot all flashall
+  fb getvar version >/dev/null 2>&1  # waits for the last queued write
+  for s in 0 1; do expect_slot "$disk" $s a "$work/prodB"; expect_slot "$disk" $s b "$work/prodB"; done
+  stop_daemon
+  pass "--write-behind: flashall --slot all == images B"
+  TRANSPORT=udp
+  start_daemon --storage "$disk"
+  ANDROID_PRODUCT_OUT="$work/prodA" fb_ok --skip-secondary flashall
+  expect_slot "$disk" 0 a "$work/prodA"
+  expect_slot "$disk" 0 b "$work/prodB"
+  stop_daemon
+  TRANSPORT=tcp
+  check_guards "$disk" "$1"
+  rm -f "$disk" "$work/state"
+  pass "UDP: flashall == images A, slot b kept"
+}
+
 make_product "$work/prodA" 1
 make_product "$work/prodB" 2
 cmp -s "$work/prodA/system.img" "$work/prodB/system.img" && die "products A and B are the same"
@@ -226,6 +251,7 @@ make_disk "$work/disk.img"
 cp "$work/disk.img" "$work/snap.img"
 echo "== GPT disk image file"
 lp_suite "$work/disk.img" "$work/snap.img"
+variants_check "$work/snap.img"
 
 loopdev=$(losetup --direct-io=on -f --show "$work/disk.img") || die "cannot attach a loop device"
 cp "$work/snap.img" "$work/disk.img"
