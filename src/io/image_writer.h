@@ -64,8 +64,11 @@ struct Device {
   int file_fd = -1;
 };
 Device DeviceFor(const Target& target, IoQueue* queue);
-// OK when image bytes [offset, offset+length) lie inside the device's window
-// (window_size 0: up to the end of the geometry); else kNoSpace naming both.
+// Bytes of image the device's window holds: the extents' total, else
+// window_size (0: up to the end of the geometry).
+uint64_t WindowSize(const Device& device);
+// OK when image bytes [offset, offset+length) lie inside the device's window;
+// else kNoSpace naming both.
 Status CheckInWindow(const Device& device, uint64_t offset, uint64_t length);
 
 struct WriterOptions {
