@@ -30,8 +30,10 @@ void AddFlags(CLI::App& app, input::WriteRequest& r, Flags& f) {
       "block devices are written in place. A target that is the image, a part, the bmap or stdin is refused.\n"
       "Without --bmap, IMAGE.bmap is used when it exists, else the same name with IMAGE's extensions removed one\n"
       "by one (foo.img.xz: foo.img.xz.bmap, foo.img.bmap, foo.bmap), as bmaptool copy finds it; it must match.\n"
-      "SIGINT or SIGTERM stops at the next request: a file target stays as it was, a device written in place is\n"
-      "reported \"partially written, do not use\", and the --json report says \"interrupted\": true.");
+      "SIGINT or SIGTERM stops at the next request (exit 130 or 143): a file target stays as it was, a device written\n"
+      "in place is reported \"partially written, do not use\" (an --in-place file too: it was cut to the image's size\n"
+      "first), and the --json report says \"interrupted\": true. The JSON Schema of --json and of --progress json\n"
+      "events: docs/schema/ in the source, share/doc/flashpipe/schema/ once installed.");
   app.add_option("--bmap", r.source.bmap_path, "bmaptool block map of a raw image: write only its mapped ranges");
   app.add_flag("--no-bmap", f.no_bmap, "do not look for a block map beside the image");
   app.add_flag("--verify", r.writer.verify, "read every target back (O_DIRECT) and compare");

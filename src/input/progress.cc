@@ -8,7 +8,6 @@
 namespace flashpipe::input {
 namespace {
 
-constexpr std::string_view kEventSchema = "flashpipe-progress/1";
 
 std::string ClockText(double s) {
   auto t = static_cast<uint64_t>(s + 0.5);
@@ -141,8 +140,8 @@ void Progress::Note(std::string_view text) {
 
 void Progress::Event(std::string_view event, std::string_view members) {
   if (mode_ != ProgressMode::kJson || events_ == nullptr) return;
-  std::string line = fmt::format("{{\"schema\": \"{}\", \"command\": {}, \"event\": \"{}\", \"t\": {:.3f}{}{}}}\n",
-                                 kEventSchema, JsonString(command_), event, Since(start_),
+  std::string line = fmt::format("{{{}, \"command\": {}, \"event\": \"{}\", \"t\": {:.3f}{}{}}}\n",
+                                 JsonSchemaMembers("progress", 1), JsonString(command_), event, Since(start_),
                                  members.empty() ? "" : ", ", members);
   std::fputs(line.c_str(), events_);
   std::fflush(events_);

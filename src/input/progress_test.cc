@@ -63,7 +63,7 @@ TEST(ProgressTest, JsonEventsOnePerLineInPhaseOrder) {
                         "\"event\": \"phase_start\"", "\"event\": \"phase_end\"",   "\"event\": \"phase_start\"",
                         "\"event\": \"phase_end\""};
   for (size_t i = 0; i < l.size(); ++i) {
-    EXPECT_EQ(l[i].rfind("{\"schema\": \"flashpipe-progress/1\", \"command\": \"write\", ", 0), 0u) << l[i];
+    EXPECT_EQ(l[i].rfind("{\"schema\": \"flashpipe-progress\", \"schema_version\": 1, \"command\": \"write\", ", 0), 0u) << l[i];
     EXPECT_NE(l[i].find(want[i]), std::string::npos) << i << ": " << l[i];
     EXPECT_EQ(l[i].back(), '\n');
   }
@@ -111,7 +111,7 @@ TEST(ReportJsonTest, FieldsAndEscaping) {
   r.seconds = 2.0;
   r.verify = VerifyOutcome::kPassed;
   std::string j = ReportJson(r);
-  EXPECT_EQ(j.rfind("{\"schema\": \"flashpipe-write/1\", \"ok\": true, \"interrupted\": false", 0), 0u) << j;
+  EXPECT_EQ(j.rfind("{\"schema\": \"flashpipe-write\", \"schema_version\": 1, \"ok\": true, \"interrupted\": false", 0), 0u) << j;
   EXPECT_NE(j.find("\"image_size\": 4194304, \"image_sha256\": null"), std::string::npos) << j;
   EXPECT_NE(j.find("\"phases\": {\"write\": null, \"sync\": null, \"verify\": null}"), std::string::npos) << j;
   EXPECT_NE(j.find("\"ok\": true"), std::string::npos) << j;

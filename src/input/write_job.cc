@@ -187,6 +187,7 @@ TargetResult WriteJob::ResultOf(size_t index, const WriteTargets::Info& info, co
   else if (changed == 0 && !info.truncated) t.state = TargetState::kUnchanged;
   else t.state = TargetState::kPartial;
   if (t.state == TargetState::kPartial) t.partly_written_to = changed;
+  t.old_contents_discarded = info.truncated;
   t.ok = t.state == TargetState::kWritten && (!req_.writer.verify || t.verify == VerifyOutcome::kPassed);
   if (t.ok) return t;
   t.status = info.status;
@@ -207,7 +208,7 @@ void WriteJob::Conclude(Status status) {
     status = status.WithContext(fmt::format("block map {} (found beside the image; if it belongs to another image, "
                                             "write with --no-bmap)", req_.source.bmap_path));
   }
-  std::vector<std::string> partial;
+  std::vector<std::string> partial, cut;  // changed in place; in-place files (cut first)
   if (targets_) {
     // A failure the checks found on one target stops the others too.
     if (!failed_) {
@@ -217,16 +218,23 @@ void WriteJob::Conclude(Status status) {
     }
     auto infos = targets_->Describe();
     for (size_t i = 0; i < infos.size(); ++i) {
-      report_.results.push_back(ResultOf(i, infos[i], status));
-      if (report_.results.back().state == TargetState::kPartial) partial.push_back(infos[i].path);
+      const TargetResult& t = report_.results.emplace_back(ResultOf(i, infos[i], status));
+      if (t.state == TargetState::kPartial) (t.old_contents_discarded ? cut : partial).push_back(t.path);
     }
   }
-  if (!partial.empty() && !status.ok()) {
+  if ((!partial.empty() || !cut.empty()) && !status.ok()) {
     uint64_t end = report_.stats.changed_end;
     report_.partly_written_to = end;
-    status = Status(status.code(), fmt::format("{}; {} partly written: image bytes before 0x{:x} ({}) may have "
-                                               "changed, none after them", status.ToString(), Join(partial), end,
-                                               FormatBytes(end)));
+    std::string what = status.ToString();
+    if (!partial.empty()) {
+      what += fmt::format("; {} partly written: image bytes before 0x{:x} ({}) may have changed, none after them",
+                          Join(partial), end, FormatBytes(end));
+    }
+    if (!cut.empty()) {
+      what += fmt::format("; {} partly written: cut to the image's size first, the old contents are gone; image "
+                          "bytes before 0x{:x} ({}) may have been written", Join(cut), end, FormatBytes(end));
+    }
+    status = Status(status.code(), what);
   }
   report_.status = status;
 }

@@ -8,7 +8,6 @@
 namespace flashpipe::input {
 namespace {
 
-constexpr std::string_view kSchema = "flashpipe-write/1";
 
 std::string JsonOr(const std::optional<uint64_t>& v) { return v ? std::to_string(*v) : "null"; }
 std::string JsonOr(const std::optional<double>& v) { return v ? fmt::format("{:.3f}", *v) : "null"; }
@@ -72,36 +71,41 @@ std::string_view WriteReport::error_class() const {
 std::string TargetJsonMembers(const TargetResult& t, const WriteReport& r) {
   return fmt::format(
       "\"target\": {}, \"kind\": \"{}\", \"in_place\": {}, \"ok\": {}, \"state\": \"{}\", \"verify\": {}, "
-      "\"error\": {}, \"error_class\": {}, \"partly_written_to\": {}",
+      "\"error\": {}, \"error_class\": {}, \"partly_written_to\": {}, \"old_contents_discarded\": {}",
       JsonString(t.path), TargetKindName(t.kind), t.in_place, t.ok, StateName(t.state),
       JsonString(VerifyName(t.verify)), JsonError(t.status), JsonClass(TargetErrorClass(t, r)),
-      JsonOr(t.partly_written_to));
+      JsonOr(t.partly_written_to), t.old_contents_discarded);
 }
 
 std::string ReportJson(const WriteReport& r) {
   std::string targets, results;
   for (const auto& t : r.targets) targets += (targets.empty() ? "" : ", ") + JsonString(t);
   for (const auto& t : r.results) results += fmt::format("{}{{{}}}", results.empty() ? "" : ", ", TargetJsonMembers(t, r));
-  uint64_t size = r.image_size.value_or(0);
+  uint64_t size = r.status.ok() ? r.image_size.value_or(0) : 0;  // a failed run has no image rate
   return fmt::format(
-      "{{\"schema\": \"{}\", \"ok\": {}, \"interrupted\": {}, \"signal\": {}, \"image\": {}, \"kind\": {}, "
+      "{{{}, \"ok\": {}, \"interrupted\": {}, \"signal\": {}, \"image\": {}, \"kind\": {}, "
       "\"bmap\": {}, \"bmap_found\": {}, \"targets\": [{}], \"results\": [{}], \"backend\": {}, "
       "\"image_size\": {}, \"image_sha256\": {}, "
       "\"bytes_written\": {}, \"bytes_zeroed\": {}, \"bytes_discarded\": {}, \"bytes_skipped\": {}, "
       "\"requests\": {}, \"seconds\": {:.3f}, \"phases\": {{\"write\": {}, \"sync\": {}, \"verify\": {}}}, "
-      "\"mib_per_s\": {:.1f}, \"write_mib_per_s\": {:.1f}, \"verify\": {}, \"error\": {}, "
+      "\"mib_per_s\": {:.1f}, \"write_mib_per_s\": {:.1f}, \"verify_only\": {}, \"verify\": {}, \"error\": {}, "
       "\"error_class\": {}, \"partly_written_to\": {}}}",
-      kSchema, r.status.ok(), r.interrupted(), r.signal ? JsonString(SignalName(r.signal)) : "null",
+      JsonSchemaMembers("write", 1), r.status.ok(), r.interrupted(), r.signal ? JsonString(SignalName(r.signal)) : "null",
       JsonString(r.image), JsonString(r.kind), r.bmap.empty() ? "null" : JsonString(r.bmap), r.bmap_found, targets,
       results, JsonString(r.backend), JsonOr(r.image_size), JsonOr(r.image_sha256), r.stats.bytes_written,
       r.stats.bytes_zeroed, r.stats.bytes_discarded, r.stats.bytes_skipped, r.stats.requests, r.seconds,
       JsonOr(r.phases.write), JsonOr(r.phases.sync), JsonOr(r.phases.verify), MiBs(size, r.seconds),
-      MiBs(r.stats.bytes_written, WriteSeconds(r)), JsonString(VerifyName(r.verify)), JsonError(r.status),
+      MiBs(r.stats.bytes_written, WriteSeconds(r)), r.verify_only, JsonString(VerifyName(r.verify)), JsonError(r.status),
       JsonClass(r.error_class()), JsonOr(r.partly_written_to));
 }
 
 std::string SummaryLine(const WriteReport& r) {
   std::string to = r.targets.size() == 1 ? r.targets.front() : fmt::format("{} targets", r.targets.size());
+  if (r.verify_only) {
+    return fmt::format("done: {} {} the {} image in {:.1f} s ({} not defined by the image, not compared)", to,
+                       r.targets.size() == 1 ? "matches" : "match", FormatBytes(r.image_size.value_or(0)), r.seconds,
+                       FormatBytes(r.stats.bytes_skipped));
+  }
   std::string line = fmt::format("done: {} image to {} in {:.1f} s: {} written ({:.1f} MiB/s), {} zeroed, {} skipped",
                                  FormatBytes(r.image_size.value_or(0)), to, r.seconds, FormatBytes(r.stats.bytes_written),
                                  MiBs(r.stats.bytes_written, WriteSeconds(r)), FormatBytes(r.stats.bytes_zeroed),
@@ -123,7 +127,12 @@ std::string TargetLine(const TargetResult& t, const WriteReport& r) {
     case TargetState::kPartial:
       text = t.verify == VerifyOutcome::kFailed ? "does not read back as the image, do not use"
                                                 : "partially written, do not use";
-      if (t.partly_written_to) text += fmt::format(" (image bytes before 0x{:x} may have changed)", *t.partly_written_to);
+      if (t.old_contents_discarded) {
+        text += fmt::format(" (cut to the image's size first: its old contents are gone; image bytes before 0x{:x} "
+                            "may have been written)", t.partly_written_to.value_or(0));
+      } else if (t.partly_written_to) {
+        text += fmt::format(" (image bytes before 0x{:x} may have changed)", *t.partly_written_to);
+      }
       break;
     case TargetState::kWritten:
       text = t.verify == VerifyOutcome::kPassed ? "written and verified"

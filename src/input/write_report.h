@@ -1,6 +1,6 @@
 // WriteReport: what one `flashpipe write` did, for its summary, its lines per
 // target and --json (schema docs/schema/write-report.schema.json,
-// "flashpipe-write/1").
+// "flashpipe-write", version 1).
 // Every field that a program may act on is derived from typed values (the
 // Status code, the verify outcome, the target's state, whether a signal
 // stopped the run), never from the wording of a message, so rewording an
@@ -59,6 +59,9 @@ struct TargetResult {
   Status status;
   bool stopped_by_other = false;  // status is about another target
   std::optional<uint64_t> partly_written_to;  // state kPartial: image bytes before it may have changed
+  // An in-place file is cut to the image's size before the write: nothing it
+  // held remains, also after partly_written_to. Block devices keep theirs.
+  bool old_contents_discarded = false;
   // It got what was asked: written (and verified with --verify); with
   // --verify-only, it matched.
   bool ok = false;
@@ -86,7 +89,8 @@ struct WriteReport {
   std::vector<TargetResult> results;  // one per target, in the order given
   // After a failure that left targets written in place (block devices,
   // --in-place files) changed: their bytes before this image offset may have
-  // changed, none after it. nullopt: no target was changed.
+  // changed, none after it on a block device (a file was cut first: see
+  // TargetResult::old_contents_discarded). nullopt: no target was changed.
   std::optional<uint64_t> partly_written_to;
   int signal = 0;                   // the signal that interrupted the run, 0: none
   Status status;                    // the outcome; OK when all went well
@@ -108,9 +112,13 @@ std::string TargetJsonMembers(const TargetResult& result, const WriteReport& rep
 // The line a successful run ends with:
 //   "done: 2.5 GiB image to /dev/sdb in 4.0 s: 1.0 GiB written (330.0 MiB/s),
 //    1.4 GiB zeroed, 100.0 MiB skipped; verified"
+// The rate is that of the data written, over the writing and syncing phases.
+// --verify-only: "done: /dev/sdb matches the 2.5 GiB image in 3.0 s (...)".
 std::string SummaryLine(const WriteReport& report);
 // One line per target after a failure or an interrupt:
 //   "/dev/sdb: partially written, do not use (image bytes before 0x4400000 may have changed)"
+//   "disk.img: partially written, do not use (cut to the image's size first: its old
+//    contents are gone; image bytes before 0x4400000 may have been written)"
 std::string TargetLine(const TargetResult& result, const WriteReport& report);
 
 }  // namespace flashpipe::input

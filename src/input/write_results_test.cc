@@ -204,6 +204,13 @@ TEST_F(WriteResultsTest, ASignalDuringTheWriteLeavesFilesAndSaysWhereDevicesStan
   ASSERT_TRUE(r.results[0].partly_written_to.has_value());
   EXPECT_LT(*r.results[0].partly_written_to, expanded_.size());
   EXPECT_NE(r.status.message().find(b + " partly written"), std::string::npos) << r.status.ToString();
+  // A file is cut to the image's size before it is written in place: what
+  // it held after partly_written_to is gone too, and the report says so.
+  EXPECT_TRUE(r.results[0].old_contents_discarded);
+  EXPECT_NE(r.status.message().find("the old contents are gone"), std::string::npos) << r.status.ToString();
+  EXPECT_EQ(r.status.message().find("none after them"), std::string::npos) << r.status.ToString();
+  EXPECT_NE(TargetLine(r.results[0], r).find("its old contents are gone"), std::string::npos);
+  EXPECT_NE(TargetJsonMembers(r.results[0], r).find("\"old_contents_discarded\": true"), std::string::npos);
 }
 
 TEST_F(WriteResultsTest, TheDigestIsThatOfTheExpandedImage) {

@@ -74,10 +74,10 @@ BmapReport RunBmapCreate(const BmapRequest& request, input::Progress* progress,
 
 std::string BmapReportJson(const BmapReport& r) {
   return fmt::format(
-      "{{\"ok\": {}, \"image\": {}, \"bmap\": {}, \"backend\": {}, \"image_size\": {}, \"blocks\": {}, "
+      "{{{}, \"ok\": {}, \"image\": {}, \"bmap\": {}, \"backend\": {}, \"image_size\": {}, \"blocks\": {}, "
       "\"mapped_blocks\": {}, \"ranges\": {}, \"data_bytes\": {}, \"zero_bytes\": {}, \"hole_bytes\": {}, "
       "\"seconds\": {:.3f}, \"error\": {}}}",
-      r.status.ok(), JsonString(r.image), JsonString(r.output), JsonString(r.backend), r.image_size, r.blocks,
+      JsonSchemaMembers("bmap-create", 1), r.status.ok(), JsonString(r.image), JsonString(r.output), JsonString(r.backend), r.image_size, r.blocks,
       r.mapped_blocks, r.ranges, r.scan.data_bytes, r.scan.zero_bytes, r.scan.hole_bytes, r.seconds,
       r.status.ok() ? "null" : JsonString(r.status.ToString()));
 }

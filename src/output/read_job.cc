@@ -273,13 +273,13 @@ std::string ReadReportJson(const ReadReport& r) {
   auto secs = [](const std::optional<double>& v) { return v ? fmt::format("{:.3f}", *v) : std::string("null"); };
   std::string_view error_class = r.error_class();
   return fmt::format(
-      "{{\"schema\": \"flashpipe-read/1\", \"ok\": {}, \"interrupted\": {}, \"signal\": {}, "
+      "{{{}, \"ok\": {}, \"interrupted\": {}, \"signal\": {}, "
       "\"source\": {}, \"offset\": {}, \"length\": {}, \"output\": {}, \"format\": {}, "
       "\"parts\": [{}], \"bmap\": {}, \"backend\": {}, \"data_bytes\": {}, \"zero_bytes\": {}, \"hole_bytes\": {}, "
       "\"output_bytes\": {}, \"mapped_blocks\": {}, \"compress_threads\": {}, \"passes\": {}, \"seconds\": {:.3f}, "
       "\"phases\": {{\"read\": {}, \"write\": {}, \"verify\": {}, \"sync\": {}}}, "
       "\"mib_per_s\": {:.1f}, \"verify\": {}, \"warnings\": [{}], \"error\": {}, \"error_class\": {}}}",
-      r.status.ok(), r.interrupted(), r.signal ? JsonString(SignalName(r.signal)) : "null", JsonString(r.source),
+      JsonSchemaMembers("read", 1), r.status.ok(), r.interrupted(), r.signal ? JsonString(SignalName(r.signal)) : "null", JsonString(r.source),
       r.start, r.length, JsonString(r.output), JsonString(r.format), parts,
       r.bmap.empty() ? "null" : JsonString(r.bmap), JsonString(r.backend), r.scan.data_bytes, r.scan.zero_bytes,
       r.scan.hole_bytes, r.output_bytes, r.mapped_blocks, r.compress_threads, r.passes, r.seconds,
