@@ -43,7 +43,7 @@ std::unique_ptr<FastbootDevice> MakeDevice(testing::MemQueue* mem) {
   config.oem = {{"ok", "true"}};
   WriteOptions write{.queue_depth = 2, .request_size = 64 << 10};
   return std::make_unique<FastbootDevice>(config, Storage::ForQueue(mem, g, parts, write),
-                                          *PersistentState::Load(""));
+                                          PersistentState::InMemory());
 }
 
 void RunTcp(const uint8_t* data, size_t size) {

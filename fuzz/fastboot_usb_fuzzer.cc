@@ -44,12 +44,12 @@ std::unique_ptr<FastbootDevice> MakeDevice(testing::MemQueue* mem) {
   DeviceConfig config;
   config.max_download_size = 256 << 10;
   WriteOptions write{.queue_depth = 2, .request_size = 64 << 10};
-  return std::make_unique<FastbootDevice>(config, Storage::ForQueue(mem, g, parts, write), *PersistentState::Load(""));
+  return std::make_unique<FastbootDevice>(config, Storage::ForQueue(mem, g, parts, write), PersistentState::InMemory());
 }
 
 void TakeResponses(testing::FakeEndpoints& bus) {
   while (auto r = bus.HostTake(2ms)) {
-    if (r->size() > kMaxResponse) std::abort();
+    if (r->size() > wire::kMaxResponse) std::abort();
   }
 }
 

@@ -4,13 +4,21 @@
 //   MemQueue       an IoQueue over a byte vector; every op must fall inside
 //                  one of the allowed windows (the partitions), otherwise it
 //                  is recorded as a violation (or aborts, for the fuzzer).
-//                  Counts syncs and the bytes written since the last one;
+//                  Counts syncs and the bytes written since the last one,
+//                  logs every read (reads());
 //                  Hold() makes writes block until Release() (another thread).
 //   ScriptedTransport  a Transport that replays scripted commands and data
-//                  and records every response.
+//                  and records every response; Stall() is a client that
+//                  goes silent (reads wait for the session's deadline),
+//                  SetDelay() one that trickles, SetGone() one that left.
+//                  The device's data phases (fetch, upload) are recorded
+//                  in data(); a phase longer or shorter than announced
+//                  aborts (the transport contract).
 #pragma once
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
@@ -18,13 +26,14 @@
 #include <deque>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
 #include "base/status.h"
-#include "fastboot/protocol.h"
 #include "fastboot/transport.h"
 #include "io/io_queue.h"
+#include "wire/protocol.h"
 
 namespace flashpipe::testing {
 
@@ -37,6 +46,9 @@ class MemQueue final : public io::IoQueue {
   const std::vector<std::string>& violations() const { return violations_; }
   std::vector<uint8_t>& disk() { return disk_; }
   uint64_t bytes_written() const { return bytes_written_; }
+  // Every read as [offset, offset + length), in submission order.
+  const std::vector<std::pair<uint64_t, uint64_t>>& reads() const { return reads_; }
+  void ClearReads() { reads_.clear(); }
   int syncs() const { std::lock_guard l(mu_); return syncs_; }
   uint64_t unsynced_bytes() const { std::lock_guard l(mu_); return unsynced_; }
   void Hold() { std::lock_guard l(mu_); held_ = true; }
@@ -92,7 +104,10 @@ class MemQueue final : public io::IoQueue {
     }
     switch (op.kind) {
       case io::OpKind::kWrite: std::memcpy(at, op.buf, op.length); bytes_written_ += op.length; break;
-      case io::OpKind::kRead: std::memcpy(op.buf, at, op.length); break;
+      case io::OpKind::kRead:
+        std::memcpy(op.buf, at, op.length);
+        reads_.emplace_back(op.offset, op.offset + op.length);
+        break;
       case io::OpKind::kZeroOut:
       case io::OpKind::kPunchHole:
       case io::OpKind::kDiscard: std::memset(at, 0, op.length); break;
@@ -104,6 +119,7 @@ class MemQueue final : public io::IoQueue {
   std::vector<std::pair<uint64_t, uint64_t>> windows_;
   std::deque<io::IoCompletion> done_;
   std::vector<std::string> violations_;
+  std::vector<std::pair<uint64_t, uint64_t>> reads_;
   uint64_t bytes_written_ = 0;
   bool abort_ = false;
   mutable std::mutex mu_;
@@ -122,8 +138,24 @@ class ScriptedTransport final : public fastboot::StreamTransport {
   }
   // The client goes away here.
   ScriptedTransport& Close() { in_.push_back({Kind::kClose, {}}); return *this; }
+  // The client sends nothing more: every read waits for the deadline the
+  // session set and fails with kTimedOut (kCancelled when there is none).
+  ScriptedTransport& Stall() { in_.push_back({Kind::kStall, {}}); return *this; }
   // At most this many bytes per ReadData call (to test slicing).
   void SetMaxSlice(size_t n) { max_slice_ = n; }
+  // Each ReadData call first sleeps this long (a slow client).
+  void SetDelay(std::chrono::milliseconds d) { delay_ = d; }
+  // What ClientGone() answers (any thread).
+  void SetGone(bool gone) { gone_ = gone; }
+  bool ClientGone() override { return gone_; }
+
+  // The largest data phase (max_data()); SendData fails as a client gone
+  // once this many bytes of data went out in all.
+  void SetMaxData(uint64_t n) { max_data_ = n; }
+  void SetDataGoneAfter(uint64_t n) { data_gone_after_ = n; }
+  // Every data phase's bytes, concatenated; how many phases began.
+  const std::string& data() const { return data_; }
+  int data_phases() const { return data_phases_; }
 
   const std::vector<std::string>& sent() const { return sent_; }
   // The OKAY and FAIL responses, in order (no INFO, no DATA).
@@ -141,7 +173,24 @@ class ScriptedTransport final : public fastboot::StreamTransport {
   }
   void ClearSent() { sent_.clear(); }
 
+  uint64_t max_data() const override { return max_data_; }
+  Status BeginData(uint64_t total) override {
+    if (total == 0 || total > max_data_ || data_left_ != 0) std::abort();  // the contract
+    data_left_ = total;
+    ++data_phases_;
+    return Status::Ok();
+  }
+  Status SendData(std::span<const uint8_t> bytes) override {
+    if (bytes.size() > data_left_) std::abort();  // longer than announced
+    if (data_.size() + bytes.size() > data_gone_after_) return Cancelled("script: gone in the data phase");
+    data_.append(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+    data_left_ -= bytes.size();
+    return Status::Ok();
+  }
+
   Result<std::string> ReadCommand(size_t max_size) override {
+    if (data_left_ != 0) std::abort();  // a data phase left short
+    if (!in_.empty() && in_.front().kind == Kind::kStall) return WaitForDeadline();
     if (in_.empty() || in_.front().kind == Kind::kClose) return Cancelled("script: closed");
     Item item = std::move(in_.front());
     in_.pop_front();
@@ -149,6 +198,8 @@ class ScriptedTransport final : public fastboot::StreamTransport {
     return item.bytes;
   }
   Result<size_t> ReadData(std::span<uint8_t> out) override {
+    if (!in_.empty() && in_.front().kind == Kind::kStall) return WaitForDeadline();
+    if (delay_.count() > 0) std::this_thread::sleep_for(delay_);
     if (in_.empty() || in_.front().kind != Kind::kData) return Cancelled("script: no data");
     Item& item = in_.front();
     size_t n = std::min({out.size(), item.bytes.size() - offset_, max_slice_});
@@ -161,14 +212,21 @@ class ScriptedTransport final : public fastboot::StreamTransport {
     return n;
   }
   Status Send(std::string_view message) override {
-    if (message.size() > fastboot::kMaxResponse) std::abort();  // the contract
+    if (message.size() > wire::kMaxResponse) std::abort();  // the contract
+    if (data_left_ != 0 && !message.starts_with("DATA")) std::abort();  // a response inside a data phase
     sent_.emplace_back(message);
     return Status::Ok();
   }
   std::string peer() const override { return "script"; }
 
  private:
-  enum class Kind { kCommand, kData, kClose };
+  Status WaitForDeadline() {
+    if (deadline() == Deadline::max()) return Cancelled("script: stalled without a deadline");
+    std::this_thread::sleep_until(deadline());
+    return TimedOut("script: deadline");
+  }
+
+  enum class Kind { kCommand, kData, kClose, kStall };
   struct Item {
     Kind kind;
     std::string bytes;
@@ -176,7 +234,14 @@ class ScriptedTransport final : public fastboot::StreamTransport {
   std::deque<Item> in_;
   size_t offset_ = 0;
   size_t max_slice_ = SIZE_MAX;
+  std::chrono::milliseconds delay_{0};
+  std::atomic<bool> gone_{false};
   std::vector<std::string> sent_;
+  uint64_t max_data_ = UINT32_MAX;
+  uint64_t data_gone_after_ = UINT64_MAX;
+  uint64_t data_left_ = 0;
+  int data_phases_ = 0;
+  std::string data_;
 };
 
 }  // namespace flashpipe::testing

@@ -9,6 +9,7 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <fmt/format.h>
 #include <memory>
 #include <optional>
 #include <string>
@@ -18,6 +19,7 @@
 #include "base/log.h"
 #include "base/units.h"
 #include "fastboot/device.h"
+#include "fastboot/session.h"
 #include "fastboot/storage.h"
 #include "fastboot/tcp.h"
 #include "fastboot/udp.h"
@@ -38,12 +40,18 @@ struct ServeOptions {
   std::string usb_ffs, usb_id = "18d1:4ee0", udc;
   std::string max_download = "256M";
   std::string state;
-  std::vector<std::string> oem;
+  std::vector<std::string> oem, oem_safe;
+  std::string initial_lock = "unlocked";
+  unsigned oem_timeout_s = 60;
+  unsigned session_timeout_s = 3600;
+  std::string min_download_rate = "64K";
+  unsigned rate_window_s = 10;
   WriterFlags writer;
   std::string write_model;     // --write-model
   uint32_t bounce_blocks = 0;  // hidden alias: --bounce-blocks N = --write-model bounce:N
   bool discard_writes = false; // hidden alias: --discard-writes = --write-model discard
   unsigned idle_timeout_s = 600;
+  bool verbose = false;
   DeviceConfig device;
   WriteOptions write;
 };
@@ -64,7 +72,7 @@ Result<std::unique_ptr<Storage>> OpenStorage(const ServeOptions& o) {
   if (!o.storage.empty()) {
     std::vector<std::string> warnings;
     auto s = Storage::OpenGpt(o.storage, o.write, &warnings);
-    for (const auto& w : warnings) std::fprintf(stderr, "serve: warning: %s\n", w.c_str());
+    for (const auto& w : warnings) log::Warn("{}", w);
     return s;
   }
   if (o.partitions.empty()) return InvalidArgument("no storage: give --storage DISK or --partition NAME=PATH");
@@ -92,11 +100,23 @@ Status ParseConfig(ServeOptions* o) {
     return InvalidArgument(fmt::format("--max-download-size {} outside [4096, 0xfffff000]", mds));
   }
   o->device.max_download_size = static_cast<uint32_t>(mds);
-  for (const auto& text : o->oem) {
-    size_t eq = text.find('=');
-    if (eq == std::string::npos || eq == 0) return InvalidArgument(fmt::format("--oem '{}': expected NAME=COMMAND", text));
-    o->device.oem.emplace_back(text.substr(0, eq), text.substr(eq + 1));
+  for (bool safe : {false, true}) {
+    for (const auto& text : safe ? o->oem_safe : o->oem) {
+      size_t eq = text.find('=');
+      if (eq == std::string::npos || eq == 0) {
+        return InvalidArgument(fmt::format("--oem{} '{}': expected NAME=COMMAND", safe ? "-safe" : "", text));
+      }
+      if (Session::IsBuiltinOem(text.substr(0, eq))) {
+        return InvalidArgument(fmt::format("--oem{} '{}': oem {} is built in", safe ? "-safe" : "", text,
+                                           text.substr(0, eq)));
+      }
+      o->device.oem.push_back({text.substr(0, eq), text.substr(eq + 1), safe});
+    }
   }
+  o->device.hook_timeout = std::chrono::seconds(o->oem_timeout_s);
+  o->device.limits.session_timeout = std::chrono::seconds(o->session_timeout_s);
+  FP_ASSIGN_OR_RETURN(o->device.limits.min_download_rate, ParseSize(o->min_download_rate));
+  o->device.limits.rate_window = std::chrono::seconds(o->rate_window_s);
   if (!o->usb_ffs.empty()) o->usb = true;
   if (o->tcp.empty() && o->udp.empty() && !o->usb) o->tcp = "127.0.0.1:5554";
   if (o->device.serialno.empty()) o->device.serialno = DefaultSerialNumber();
@@ -105,9 +125,18 @@ Status ParseConfig(ServeOptions* o) {
 
 void PrintPartitions(Storage& storage) {
   for (const auto& p : storage.partitions()) {
-    std::fprintf(stderr, "serve: partition %-20s offset 0x%010llx size %s\n", p.name.c_str(),
-                 static_cast<unsigned long long>(p.offset), FormatBytes(p.size).c_str());
+    log::Info("partition {:<20} offset 0x{:010x} size {}", p.name, p.offset, FormatBytes(p.size));
   }
+}
+
+Result<PersistentState> OpenState(const std::string& path, const ServeOptions& o) {
+  StateOptions options{.initial_locked = o.initial_lock == "locked", .force_locked = !o.device.unlock_allowed};
+  FP_ASSIGN_OR_RETURN(PersistentState state, PersistentState::Open(path, options));
+  for (const auto& w : state.warnings()) log::Warn("{}", w);
+  std::string why = state.first_start() ? " (no state file yet: --initial-lock)" : "";
+  if (options.force_locked) why = " (--no-unlock)";
+  log::Info("state {}: {}{}", log::Printable(path), state.Describe(), why);
+  return state;
 }
 
 Result<std::unique_ptr<UsbFastboot>> StartUsb(const ServeOptions& o, FastbootDevice* device) {
@@ -119,8 +148,8 @@ Result<std::unique_ptr<UsbFastboot>> StartUsb(const ServeOptions& o, FastbootDev
 }
 
 Status Serve(ServeOptions o) {
+  log::Init("serve", o.verbose);
   FP_RETURN_IF_ERROR(ParseConfig(&o));
-  log::Init("serve", o.device.verbose);
   // Every flash builds a writer whose buffer pool (tens of MiB) is freed at
   // the end: keep those pages in the heap instead of unmapping them, so the
   // next flash does not fault and zero them again (costly on VMs).
@@ -131,7 +160,7 @@ Status Serve(ServeOptions o) {
   if (state_path.empty()) {
     FP_ASSIGN_OR_RETURN(state_path, DefaultStatePath(o.storage.empty() ? ParsePartitionSpec(o.partitions[0])->path : o.storage));
   }
-  FP_ASSIGN_OR_RETURN(PersistentState state, PersistentState::Load(state_path));
+  FP_ASSIGN_OR_RETURN(PersistentState state, OpenState(state_path, o));
   PrintPartitions(*storage);
   auto device = std::make_unique<FastbootDevice>(o.device, std::move(storage), std::move(state));
 
@@ -148,12 +177,12 @@ Status Serve(ServeOptions o) {
   if (!o.tcp.empty()) {
     FP_ASSIGN_OR_RETURN(tcp, TcpServer::Listen(o.tcp, device.get(), std::chrono::seconds(o.idle_timeout_s)));
     tcp->Start();
-    std::printf("serve: listening on tcp port %u\n", tcp->port());
+    fmt::print("serve: listening on tcp {}\n", tcp->address());
   }
   if (!o.udp.empty()) {
     FP_ASSIGN_OR_RETURN(udp, UdpServer::Bind(o.udp, device.get()));
     udp->Start();
-    std::printf("serve: listening on udp port %u\n", udp->port());
+    fmt::print("serve: listening on udp {}\n", udp->address());
   }
   std::unique_ptr<UsbFastboot> usb;
   if (o.usb) {
@@ -168,9 +197,9 @@ Status Serve(ServeOptions o) {
   }).detach();
   device->WaitForExit();
   Status pending = device->WaitWrites();
-  if (!pending.ok()) std::fprintf(stderr, "serve: %s\n", pending.ToString().c_str());
+  if (!pending.ok()) log::Warn("{}", pending.ToString());
   if (usb) usb->Stop();  // removes the gadget it made
-  std::fprintf(stderr, "serve: exiting\n");
+  log::Info("exiting");
   std::fflush(nullptr);
   // Session threads may still hold the device: leave without destructors.
   ::_exit(pending.ok() ? 0 : 1);
@@ -180,7 +209,12 @@ Status Serve(ServeOptions o) {
 
 int RunServe(int argc, char** argv) {
   CLI::App app{"fastboot device daemon: the AOSP fastboot client flashes a GPT disk or named partitions "
-               "over TCP, UDP and USB", CommandName(argv[0])};
+               "over TCP, UDP and USB.\n"
+               "Reading back (unlocked only): fetch:PART[:OFFSET[:SIZE]] sends a range as fastbootd does; "
+               "'fastboot oem stage PART[:OFFSET[:SIZE]]' then 'fastboot get_staged FILE' (upload) fetches one with "
+               "the 29.0.6 client; 'fastboot oem digest PART[:OFFSET[:SIZE]]' answers the SHA-256 of the range as "
+               "it reads back now (O_DIRECT) in two INFO lines 'sha256 1/2 HEX' and 'sha256 2/2 HEX'. OFFSET and "
+               "SIZE: decimal or 0x hex; getvar max-fetch-size is the largest fetch", CommandName(argv[0])};
   ServeOptions o;
   app.add_option("--storage", o.storage, "block device or disk image with a GPT");
   app.add_option("--partition", o.partitions, "NAME=PATH[:OFFSET:SIZE], repeatable (A/B: NAME_a, NAME_b)");
@@ -193,14 +227,37 @@ int RunServe(int argc, char** argv) {
   app.add_option("--usb-id", o.usb_id, "VID:PID of the gadget (default 18d1:4ee0)");
   app.add_option("--udc", o.udc, "USB device controller for the gadget (default: the first in /sys/class/udc)");
   app.add_option("--max-download-size", o.max_download, "largest download accepted (default 256M)");
-  app.add_option("--state", o.state, "file keeping slot and lock state (default <storage>.fastboot-state)");
+  app.add_option("--state", o.state,
+                 "file keeping slot and lock state (default <storage>.fastboot-state, or "
+                 "/var/lib/flashpipe/NAME.fastboot-state for a device); not in a directory everyone can write "
+                 "without the sticky bit");
   app.add_option("--product", o.device.product, "getvar product");
   o.device.serialno.clear();
   app.add_option("--serialno", o.device.serialno,
                  "getvar serialno and the USB serial number (default: from /etc/machine-id)");
-  app.add_option("--oem", o.oem, "NAME=COMMAND: 'fastboot oem NAME ARGS' runs sh -c COMMAND with ARGS as $1..");
+  app.add_option("--oem", o.oem,
+                 "NAME=COMMAND: 'fastboot oem NAME ARGS' runs sh -c COMMAND with ARGS as $1.. (printable ASCII "
+                 "only); refused while the device is locked");
+  app.add_option("--oem-safe", o.oem_safe,
+                 "NAME=COMMAND: as --oem, for a command that changes nothing: it also runs while locked");
+  app.add_option("--oem-timeout", o.oem_timeout_s,
+                 "seconds an oem command or hook may run before its process group is killed (default 60; its "
+                 "first 4 KiB of output reach the client)");
   app.add_option("--on-reboot", o.device.on_reboot, "shell command run after reboot*/continue ($1 = target)");
   app.add_option("--on-shutdown", o.device.on_shutdown, "shell command run after shutdown");
+  app.add_option("--initial-lock", o.initial_lock,
+                 "locked|unlocked: the lock state of the first start, when the state file does not exist yet "
+                 "(default unlocked, as development boards expect). A state file that exists but is empty, "
+                 "unreadable or not understood means locked")
+      ->check(CLI::IsMember({"locked", "unlocked"}));
+  app.add_option("--session-timeout", o.session_timeout_s,
+                 "seconds one client may hold the device, 0 = no limit (default 3600)");
+  app.add_option("--min-download-rate", o.min_download_rate,
+                 "a download slower than this many bytes/s (64K = 64 KiB/s), judged over each window after the "
+                 "first, FAILs and ends the session; 0 = no floor (default 64K)");
+  app.add_option("--download-rate-window", o.rate_window_s,
+                 "seconds over which --min-download-rate is measured (default 10)")
+      ->check(CLI::Range(1u, 3600u));
   app.add_flag("--exit-on-shutdown", o.device.exit_on_shutdown, "exit the daemon after shutdown");
   app.add_flag("--write-behind", o.device.write_behind,
                "answer flash once validated and queued; write while the next part arrives. Trade-off: "
@@ -212,7 +269,8 @@ int RunServe(int argc, char** argv) {
   app.add_option("--critical", o.device.critical,
                  "NAME: a critical partition (NAME, NAME_a, NAME_b), repeatable: flash and erase refuse it until "
                  "'fastboot flashing unlock_critical'");
-  app.add_flag("--no-unlock", [&o](int64_t) { o.device.unlock_allowed = false; }, "refuse 'flashing unlock'");
+  app.add_flag("--no-unlock", [&o](int64_t) { o.device.unlock_allowed = false; },
+               "refuse 'flashing unlock' and 'unlock_critical'; the device always starts locked");
   AddWriterFlags(app, o.writer);
   app.add_option("--write-model", o.write_model,
                  "pipelined (default) | bounce:N | discard. Benchmark models: bounce:N writes like U-Boot's "
@@ -223,7 +281,7 @@ int RunServe(int argc, char** argv) {
   app.add_flag("--discard-writes", o.discard_writes, "= --write-model discard")->group("");
   app.add_flag("--force", o.write.force, "open block devices even when in use");
   app.add_option("--idle-timeout", o.idle_timeout_s, "seconds a TCP client may stay silent (default 600)");
-  app.add_flag("-v,--verbose", o.device.verbose, "log every command");
+  app.add_flag("-v,--verbose", o.verbose, "log every command, download and write, with seconds since start");
   if (auto code = ParseOrExit(app, argc, argv)) return *code;
   auto writer = ParseWriterFlags(o.writer);
   if (!writer.ok()) return UsageError(app, writer.status());

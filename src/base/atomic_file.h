@@ -13,7 +13,10 @@
 //
 // One policy for symlinks, as AOSP's tools have it: an output path that is a
 // symlink is written through (the link's target is replaced, the link
-// stays). An existing output keeps its permission bits; a new one gets
+// stays). Options::follow_symlinks = false is for outputs in directories
+// others can write (the daemon's state file in /tmp): the temporary file and
+// the rename stay in the path's own directory, and a path that is a symlink
+// is refused, never followed. An existing output keeps its permission bits; a new one gets
 // 0666 & ~umask (or `new_mode` & ~umask).
 //
 // Only for regular files: the caller writes block devices, character devices
@@ -42,6 +45,7 @@ class AtomicFile {
     mode_t new_mode = 0666;      // for a new file, before the umask
     bool keep_existing_mode = true;
     bool cleanup_stale = true;   // remove temps of dead runs for this output
+    bool follow_symlinks = true; // false: a symlink at the path is an error
   };
 
   static Result<AtomicFile> Create(const std::string& path, const Options& options);

@@ -108,6 +108,31 @@ TEST(AtomicFile, WritesThroughASymlinkAndKeepsTheLink) {
   EXPECT_EQ(Read(real), "new");
 }
 
+
+// For outputs in directories others can write: a link planted at the path is
+// refused, and a link planted after Create is replaced, never written through.
+TEST(AtomicFile, WithoutFollowingASymlinkIsRefusedOrReplaced) {
+  testing::TempDir dir;
+  std::string victim = dir.path() + "/victim", link = dir.path() + "/state";
+  Write(victim, "precious");
+  ASSERT_EQ(::symlink("victim", link.c_str()), 0);
+  AtomicFile::Options no_follow;
+  no_follow.follow_symlinks = false;
+  auto refused = AtomicFile::Create(link, no_follow);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("symbolic link"), std::string::npos) << refused.status().ToString();
+  ASSERT_EQ(::unlink(link.c_str()), 0);
+  auto f = AtomicFile::Create(link, no_follow);
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  ASSERT_EQ(::symlink("victim", link.c_str()), 0);  // planted between Create and Commit
+  ASSERT_TRUE(WriteAll(f->fd(), Bytes("state"), f->temp_path()).ok());
+  ASSERT_TRUE(f->Commit().ok());
+  struct stat st;
+  ASSERT_EQ(::lstat(link.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISREG(st.st_mode));
+  EXPECT_EQ(Read(link), "state");
+  EXPECT_EQ(Read(victim), "precious");
+}
 TEST(AtomicFile, RefusesADirectory) {
   testing::TempDir dir;
   auto f = AtomicFile::Create(dir.path());

@@ -32,6 +32,7 @@ enum class Code : uint8_t {
   kCancelled,
   kInternal,
   kMismatch,         // data read back differs from the image (verify)
+  kTimedOut,         // a deadline passed (not the same as the peer going away)
 };
 
 std::string_view CodeName(Code code);
@@ -71,6 +72,7 @@ inline Status Busy(std::string m) { return {Code::kBusy, std::move(m)}; }
 inline Status Cancelled(std::string m) { return {Code::kCancelled, std::move(m)}; }
 inline Status Internal(std::string m) { return {Code::kInternal, std::move(m)}; }
 inline Status Mismatch(std::string m) { return {Code::kMismatch, std::move(m)}; }
+inline Status TimedOut(std::string m) { return {Code::kTimedOut, std::move(m)}; }
 // A failed system call. Pass errno as it was right after the call.
 Status IoError(std::string m, int sys_errno);
 // Same as IoError but reads errno itself: call it first thing after the failure.

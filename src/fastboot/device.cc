@@ -5,18 +5,25 @@
 #include "fastboot/device.h"
 
 #include <algorithm>
-#include <chrono>
-#include <cstdio>
+#include <cstring>
 
+#include "base/log.h"
 #include "base/units.h"
 
 namespace flashpipe::fastboot {
 namespace {
 
-// Milliseconds since the first call, for -v timelines of downloads and writes.
-long long Millis() {
-  static const auto t0 = std::chrono::steady_clock::now();
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
+// "write-behind to 'system' failed (No space left on device): ...": the
+// partition and the cause first, so that they fit in the 60 bytes of a FAIL.
+Status WriteBehindError(std::string_view what, const Status& st) {
+  std::string cause = st.sys_errno() != 0 ? std::strerror(st.sys_errno()) : std::string(CodeName(st.code()));
+  return Status(st.code(), fmt::format("write-behind to {} failed ({}): {}", what, cause, st.message()));
+}
+
+std::string Names(const std::vector<Partition>& parts) {
+  std::string out;
+  for (const auto& p : parts) out += fmt::format("{}'{}'", out.empty() ? "" : ", ", p.name);
+  return out;
 }
 
 }  // namespace
@@ -116,16 +123,14 @@ Status FastbootDevice::BeginDownload(uint32_t size) {
   }
   FP_ASSIGN_OR_RETURN(std::span<uint8_t> all, buffers_[download_buffer_]->Get());
   landing_.Begin(all, size);
-  if (config_.verbose) std::fprintf(stderr, "serve: %lld ms: download of %u bytes into buffer %d\n", Millis(), size, download_buffer_);
+  log::Debug("download of {} bytes into buffer {}", size, download_buffer_);
   return Status::Ok();
 }
 
 void FastbootDevice::EndDownload() {
   (void)landing_.Finish();
   image_ready_ = true;
-  if (config_.verbose) {
-    std::fprintf(stderr, "serve: %lld ms: download complete (%zu pieces)\n", Millis(), landing_.pieces().size());
-  }
+  log::Debug("download complete ({} pieces)", landing_.pieces().size());
 }
 
 void FastbootDevice::AbortDownload() { image_ready_ = false; }
@@ -183,14 +188,18 @@ void FastbootDevice::WorkerLoop() {
     if (job_.has_value()) {
       Job job = *job_;
       lock.unlock();
-      if (config_.verbose) std::fprintf(stderr, "serve: %lld ms: write-behind to '%s' starts\n", Millis(), job.partition.name.c_str());
+      log::Debug("write-behind to '{}' starts", job.partition.name);
       Status st = storage_->Write(job.partition, job.pieces, job.sparse, nullptr, /*sync=*/false);
-      if (config_.verbose) std::fprintf(stderr, "serve: %lld ms: write-behind ends: %s\n", Millis(), st.ToString().c_str());
+      if (st.ok()) {
+        log::Debug("write-behind to '{}' written, not yet synced", job.partition.name);
+      } else {
+        log::Warn("write-behind to '{}': write failed: {}", job.partition.name, st.ToString());
+      }
       lock.lock();
-      if (!st.ok() && job_error_.ok()) job_error_ = st.WithContext("write-behind flash");
+      if (!st.ok() && job_error_.ok()) job_error_ = WriteBehindError(fmt::format("'{}'", job.partition.name), st);
       // Synced even after a failure: what was written must not stay volatile.
       bool known = std::any_of(unsynced_.begin(), unsynced_.end(),
-                               [&](const Partition& q) { return q.backing == job.partition.backing; });
+                               [&](const Partition& q) { return q.name == job.partition.name; });
       if (!known) unsynced_.push_back(job.partition);
       job_.reset();
       job_buffer_ = -1;
@@ -202,20 +211,37 @@ void FastbootDevice::WorkerLoop() {
       unsynced_.clear();
       syncing_ = true;
       lock.unlock();
-      Status st;
-      for (const auto& q : parts) {
-        Status s = storage_->Sync(q);
-        if (!s.ok() && st.ok()) st = s;
-      }
-      if (config_.verbose) std::fprintf(stderr, "serve: %lld ms: write-behind synced: %s\n", Millis(), st.ToString().c_str());
+      Status st = SyncWritten(parts);
       lock.lock();
       syncing_ = false;
-      if (!st.ok() && job_error_.ok()) job_error_ = st.WithContext("write-behind flash");
+      if (!st.ok() && job_error_.ok()) job_error_ = st;
       job_cv_.notify_all();
       continue;
     }
     if (stop_) return;
   }
+}
+
+// One fdatasync per device written; a failure names every partition
+// written there since the last sync.
+Status FastbootDevice::SyncWritten(const std::vector<Partition>& parts) {
+  Status first;
+  std::vector<size_t> synced;
+  for (const auto& p : parts) {
+    if (std::find(synced.begin(), synced.end(), p.backing) != synced.end()) continue;
+    synced.push_back(p.backing);
+    std::vector<Partition> same;
+    std::copy_if(parts.begin(), parts.end(), std::back_inserter(same),
+                 [&](const Partition& q) { return q.backing == p.backing; });
+    Status st = storage_->Sync(p);
+    if (st.ok()) {
+      log::Debug("write-behind to {} synced", Names(same));
+      continue;
+    }
+    log::Warn("write-behind to {}: write failed at the sync: {}", Names(same), st.ToString());
+    if (first.ok()) first = WriteBehindError(Names(same), st);
+  }
+  return first;
 }
 
 }  // namespace flashpipe::fastboot

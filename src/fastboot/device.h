@@ -17,6 +17,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <thread>
@@ -24,20 +25,34 @@
 #include <vector>
 
 #include "base/status.h"
+#include "fastboot/deadlines.h"
 #include "fastboot/download.h"
+#include "fastboot/readback.h"
 #include "fastboot/state.h"
 #include "fastboot/storage.h"
 
 namespace flashpipe::fastboot {
 
+// `fastboot oem NAME ARGS`: runs `command` with ARGS as $1..$n (hooks.h).
+// While the device is locked only commands marked allowed_locked run: an
+// oem command may change anything, so the daemon cannot tell a harmless
+// one from a dangerous one; the one who configures it can (--oem-safe).
+struct OemCommand {
+  std::string name;
+  std::string command;
+  bool allowed_locked = false;
+};
+
 struct DeviceConfig {
   std::string product = "flashpipe";
   std::string serialno = "flashpipe";
   uint32_t max_download_size = 256u << 20;
-  // oem NAME -> shell command (run with the remaining words as $1..$n).
-  std::vector<std::pair<std::string, std::string>> oem;
+  std::vector<OemCommand> oem;
   std::string on_reboot;    // run after reboot*/continue was answered; $1 = target
   std::string on_shutdown;  // run after shutdown was answered
+  // Longest run of an oem command or a hook; then its process group is killed.
+  std::chrono::milliseconds hook_timeout{60000};
+  SessionLimits limits;
   bool exit_on_shutdown = false;
   // Partitions (base names; NAME also covers NAME_a and NAME_b) that flash
   // and erase refuse while the critical lock is on (flashing lock_critical,
@@ -49,7 +64,6 @@ struct DeviceConfig {
   // start, and no download pays page faults.
   bool prefault = false;
   bool unlock_allowed = true;
-  bool verbose = false;
 };
 
 class FastbootDevice {
@@ -90,6 +104,15 @@ class FastbootDevice {
   uint64_t download_received() const { return landing_.received(); }
   void EndDownload();
   void AbortDownload();
+  // A new session starts without a download: an image belongs to the
+  // session that sent it.
+  void ForgetDownload() { image_ready_ = false; }
+
+  // What `upload` sends: the range `oem stage` or the last fetch named
+  // (readback.h). Unlike a download it outlives the session: the 29.0.6
+  // client stages and uploads in two runs, two sessions.
+  const std::optional<StagedRange>& staged() const { return staged_; }
+  void Stage(StagedRange range) { staged_ = std::move(range); }
 
   // Validates the last download for `p` and writes it (or queues it).
   // *queued tells whether the write goes on in the background.
@@ -107,6 +130,7 @@ class FastbootDevice {
     bool sparse = false;
   };
   void WorkerLoop();
+  Status SyncWritten(const std::vector<Partition>& parts);
 
   DeviceConfig config_;
   std::unique_ptr<Storage> storage_;
@@ -122,6 +146,7 @@ class FastbootDevice {
   std::unique_ptr<DownloadBuffer> buffers_[2];
   int download_buffer_ = -1;  // holds the last (or current) download
   bool image_ready_ = false;
+  std::optional<StagedRange> staged_;
   Landing landing_;  // the last (or current) download
 
   std::mutex job_mu_;
@@ -130,7 +155,7 @@ class FastbootDevice {
   int job_buffer_ = -1;         // buffer the job reads, -1 when none
   Status job_error_;
   int flash_waiting_ = 0;               // Flash() calls waiting for the job slot
-  std::vector<Partition> unsynced_;     // written by jobs, not yet synced (one per backing)
+  std::vector<Partition> unsynced_;     // written by jobs, not yet synced
   bool syncing_ = false;
   bool stop_ = false;
   std::thread worker_;

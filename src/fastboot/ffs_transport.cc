@@ -5,7 +5,8 @@
 #include <cstring>
 
 #include "base/log.h"
-#include "fastboot/protocol.h"
+#include "wire/protocol.h"
+#include "wire/usb.h"
 
 namespace flashpipe::fastboot {
 namespace {
@@ -17,6 +18,9 @@ constexpr milliseconds kPollStep{1000};
 constexpr milliseconds kDrainWarnAfter{5000};
 // A transfer is sent back to back: this long without a packet, it ended.
 constexpr milliseconds kTransferQuiet{100};
+// Data-phase writes queued at once: enough to keep the bus busy, few enough
+// that the last of them is taken well within write_timeout.
+constexpr size_t kDataWrites = 4;
 
 uint64_t RoundUp(uint64_t v, uint64_t m) { return (v + m - 1) / m * m; }
 uint64_t RoundDown(uint64_t v, uint64_t m) { return v / m * m; }
@@ -160,7 +164,7 @@ void UsbTransport::CommandArrived(const Request& read, int64_t result) {
     return;
   }
   if (result == 0) return;  // a zero-length packet: no command
-  if (full && read.len > kMaxCommand) {
+  if (full && read.len > wire::kMaxCommand) {
     command_ = InvalidArgument(fmt::format("usb: transfer of more than {} bytes is not a command", read.len));
     skipping_ = true;
     skip_seen_ = Clock::now();
@@ -181,7 +185,7 @@ Status UsbTransport::WaitCommand() {
       if (interrupt_) break;
     }
     if (command_tag_ == 0) {
-      size_t len = std::max<size_t>(mps_, kMaxCommand);
+      size_t len = std::max<size_t>(mps_, wire::kMaxCommand);
       st = SubmitRead(Kind::kCommand, command_buf_.data(), std::min(len, command_buf_.size()), &command_tag_);
       if (!st.ok()) break;
     }
@@ -208,13 +212,37 @@ Result<std::string> UsbTransport::ReadCommand(size_t max_size) {
 
 Status UsbTransport::Send(std::string_view message) {
   FP_RETURN_IF_ERROR(CheckHost());
-  message = message.substr(0, kMaxResponse);
+  message = message.substr(0, wire::usb::kMaxResponse);
   while (Queued(Kind::kWrite) + 2 > options_.max_writes) FP_RETURN_IF_ERROR(Pump(kPollStep));
   uint64_t tag;
   FP_RETURN_IF_ERROR(SubmitWrite(message, &tag));
   // A response that fills whole packets (64 bytes at full speed) needs a
   // zero-length packet, or the host's read goes on waiting.
   if (!message.empty() && message.size() % mps_ == 0) FP_RETURN_IF_ERROR(SubmitWrite({}, &tag));
+  return Status::Ok();
+}
+
+Status UsbTransport::BeginData(uint64_t total) {
+  data_left_ = total;
+  data_stage_.clear();
+  return Status::Ok();
+}
+
+Status UsbTransport::SendData(std::span<const uint8_t> bytes) {
+  if (bytes.size() > data_left_) return Internal("usb: data phase longer than announced");
+  const size_t chunk = std::max<size_t>(mps_, RoundDown(options_.read_size, mps_));
+  while (!bytes.empty()) {
+    size_t n = std::min(bytes.size(), chunk - data_stage_.size());
+    data_stage_.append(reinterpret_cast<const char*>(bytes.data()), n);
+    bytes = bytes.subspan(n);
+    data_left_ -= n;
+    if (data_stage_.size() < chunk && data_left_ > 0) continue;
+    FP_RETURN_IF_ERROR(CheckHost());
+    while (Queued(Kind::kWrite) >= kDataWrites) FP_RETURN_IF_ERROR(Pump(kPollStep));
+    uint64_t tag;
+    FP_RETURN_IF_ERROR(SubmitWrite(data_stage_, &tag));  // copied at submission
+    data_stage_.clear();
+  }
   return Status::Ok();
 }
 

@@ -13,10 +13,10 @@
 #include <thread>
 
 #include "fastboot/download.h"
-#include "fastboot/protocol.h"
 #include "sparse/decoder.h"
 #include "testing/fake_ffs.h"
 #include "testing/sparse_builder.h"
+#include "wire/protocol.h"
 
 namespace flashpipe::fastboot {
 namespace {
@@ -58,56 +58,57 @@ class UsbTransportTest : public ::testing::Test {
     t_ = std::make_unique<UsbTransport>(fake_.get(), options);
     ASSERT_TRUE(t_->Start("usb test").ok());
   }
-  // A host that sends `image` in transfers of the given sizes (cycled), each
-  // once the device has a read queued, as a USB host's transfer waits for one.
-  std::thread Host(std::vector<uint8_t> image, std::vector<size_t> sizes) {
-    return std::thread([this, image = std::move(image), sizes = std::move(sizes)] {
-      size_t at = 0;
-      for (size_t i = 0; at < image.size() && !receiver_done_; ++i) {
-        for (int spin = 0; fake_->reads_queued() == 0 && !receiver_done_ && spin < 2000; ++spin) {
-          std::this_thread::sleep_for(1ms);
-        }
-        size_t n = std::min(sizes[i % sizes.size()], image.size() - at);
-        fake_->HostSend(std::string_view(reinterpret_cast<const char*>(image.data()) + at, n));
-        at += n;
-      }
-    });
-  }
   void ExpectNothingQueued() {
     EXPECT_EQ(fake_->reads_queued(), 0u);
     EXPECT_EQ(fake_->writes_queued(), 0u);
   }
 
-  // Receives into `target` while Host() sends.
-  Status Receive(Target& target, std::thread host) {
-    receiver_done_ = false;
+  // Receives `image` into `target` while a host thread sends it in
+  // transfers of the given sizes (cycled), each once the device has a read
+  // queued, as a USB host's transfer waits for one. The host's stop flag
+  // belongs to this call and is set before the host starts: a flag kept
+  // across calls still said "stop" from the previous download, and a host
+  // that started quickly quit without sending a byte.
+  Status Receive(Target& target, const std::vector<uint8_t>& image, std::vector<size_t> sizes) {
+    std::atomic<bool> receiver_done{false};
+    size_t sent = 0;
+    std::thread host([&] {
+      for (size_t i = 0; sent < image.size() && !receiver_done; ++i) {
+        for (int spin = 0; fake_->reads_queued() == 0 && !receiver_done && spin < 2000; ++spin) {
+          std::this_thread::sleep_for(1ms);
+        }
+        size_t n = std::min(sizes[i % sizes.size()], image.size() - sent);
+        fake_->HostSend(std::string_view(reinterpret_cast<const char*>(image.data()) + sent, n));
+        sent += n;
+      }
+    });
     Status st = t_->ReceiveDownload(target.landing);
-    receiver_done_ = true;
+    receiver_done = true;
     host.join();
+    EXPECT_EQ(sent, image.size()) << "the host stopped before sending the whole image";
     return st;
   }
 
   std::unique_ptr<FakeEndpoints> fake_;
   std::unique_ptr<UsbTransport> t_;
-  std::atomic<bool> receiver_done_{false};
 };
 
 TEST_F(UsbTransportTest, CommandsAndResponsesAtHighSpeed) {
   Make(512);
   fake_->HostSend("getvar:version");
-  EXPECT_EQ(*t_->ReadCommand(kMaxCommand), "getvar:version");
+  EXPECT_EQ(*t_->ReadCommand(wire::kMaxCommand), "getvar:version");
   ASSERT_TRUE(t_->Send("OKAY0.4").ok());
   EXPECT_EQ(fake_->HostTakeUntilFinal(), std::vector<std::string>{"OKAY0.4"});  // no zero-length packet
   EXPECT_EQ(fake_->read_sizes(), std::vector<size_t>{512});  // one packet per command read
   ASSERT_TRUE(t_->Send(std::string(100, 'I')).ok());
-  EXPECT_EQ(fake_->HostTake()->size(), kMaxResponse);
+  EXPECT_EQ(fake_->HostTake()->size(), wire::kMaxResponse);
 }
 
 TEST_F(UsbTransportTest, FullSpeedCommandFillsAPacketAndFullResponsesEndWithZlp) {
   Make(64);
   std::string command = "flash:" + std::string(58, 'p');  // exactly one 64-byte packet
   fake_->HostSend(command);
-  EXPECT_EQ(*t_->ReadCommand(kMaxCommand), command);
+  EXPECT_EQ(*t_->ReadCommand(wire::kMaxCommand), command);
   std::string response = "OKAY" + std::string(60, 'x');
   ASSERT_TRUE(t_->Send(response).ok());
   EXPECT_EQ(*fake_->HostTake(), response);
@@ -120,37 +121,37 @@ TEST_F(UsbTransportTest, FullSpeedCommandFillsAPacketAndFullResponsesEndWithZlp)
 TEST_F(UsbTransportTest, OverlongTransferIsOneFailThenCommandsGoOn) {
   Make(512);
   fake_->HostSend(std::string(1000, 'x'));  // 512 + 488
-  EXPECT_EQ(t_->ReadCommand(kMaxCommand).status().message(), "usb: transfer of more than 512 bytes is not a command");
-  ASSERT_TRUE(t_->Send(Fail("bad")).ok());
+  EXPECT_EQ(t_->ReadCommand(wire::kMaxCommand).status().message(), "usb: transfer of more than 512 bytes is not a command");
+  ASSERT_TRUE(t_->Send(wire::Fail("bad")).ok());
   fake_->HostSend("getvar:a");
-  EXPECT_EQ(*t_->ReadCommand(kMaxCommand), "getvar:a");  // the 488-byte tail was dropped
+  EXPECT_EQ(*t_->ReadCommand(wire::kMaxCommand), "getvar:a");  // the 488-byte tail was dropped
   EXPECT_EQ(fake_->HostTake(), "FAILbad");
 
   // Whole packets and no short one: dropped until the bus is quiet.
   fake_->HostSend(std::string(1024, 'y'));
-  EXPECT_EQ(t_->ReadCommand(kMaxCommand).status().code(), Code::kInvalidArgument);
-  ASSERT_TRUE(t_->Send(Fail("bad")).ok());
+  EXPECT_EQ(t_->ReadCommand(wire::kMaxCommand).status().code(), Code::kInvalidArgument);
+  ASSERT_TRUE(t_->Send(wire::Fail("bad")).ok());
   std::thread host([&] {
     while (fake_->packets_pending() > 0) std::this_thread::sleep_for(1ms);  // the transfer is done
     EXPECT_EQ(fake_->HostTake(), "FAILbad");
     std::this_thread::sleep_for(150ms);
     fake_->HostSend("getvar:b");
   });
-  EXPECT_EQ(*t_->ReadCommand(kMaxCommand), "getvar:b");
+  EXPECT_EQ(*t_->ReadCommand(wire::kMaxCommand), "getvar:b");
   host.join();
 
   fake_->HostSend(std::string(100, 'z'));  // short, but not a command either
-  EXPECT_EQ(t_->ReadCommand(kMaxCommand).status().message(), "command of 100 bytes, max 64");
+  EXPECT_EQ(t_->ReadCommand(wire::kMaxCommand).status().message(), "command of 100 bytes, max 64");
   fake_->HostSend("", true);  // a zero-length packet is no command
   fake_->HostSend("getvar:c");
-  EXPECT_EQ(*t_->ReadCommand(kMaxCommand), "getvar:c");
+  EXPECT_EQ(*t_->ReadCommand(wire::kMaxCommand), "getvar:c");
 }
 
 TEST_F(UsbTransportTest, RawDownloadLandsInPlaceWithReadsInFlight) {
   Make(512, {.read_size = 64 << 10, .read_depth = 6});
   std::vector<uint8_t> image = Random((3 << 20) + 123, 1);
   Target target(image.size());
-  Status st = Receive(target, Host(image, {16384}));  // the 29.0.6 client's transfers
+  Status st = Receive(target, image, {16384});  // the 29.0.6 client's transfers
   ASSERT_TRUE(st.ok()) << st.ToString();
   EXPECT_EQ(target.Joined(), image);
   EXPECT_GE(fake_->max_reads_queued(), 4u);
@@ -163,7 +164,7 @@ TEST_F(UsbTransportTest, ShortTransfersAnywhereStillGiveTheImage) {
   Make(512, {.read_size = 16 << 10, .read_depth = 8});
   std::vector<uint8_t> image = Random((1 << 20) + 7, 2);
   Target target(image.size());
-  Status st = Receive(target, Host(image, {1, 700, 513, 40000, 511, 4096, 9999}));
+  Status st = Receive(target, image, {1, 700, 513, 40000, 511, 4096, 9999});
   ASSERT_TRUE(st.ok()) << st.ToString();
   EXPECT_EQ(target.Joined(), image);
   ExpectNothingQueued();
@@ -177,7 +178,7 @@ TEST_F(UsbTransportTest, SparseDownloadKeepsLargePayloadsOnPages) {
     b.RawBlocks(40, 1).Fill(3, 0xAABBCCDD).DontCare(2).RawBlocks(1, 2).RawBlocks(33, 3).Fill(1, 0).RawBlocks(17, 4);
     std::vector<uint8_t> simg = b.Build();
     Target target(simg.size());
-    Status st = Receive(target, Host(simg, {16384, 1024, 777}));
+    Status st = Receive(target, simg, {16384, 1024, 777});
     ASSERT_TRUE(st.ok()) << st.ToString();
     ASSERT_TRUE(target.landing.Finish().ok());
     // Decoded from the pieces: the expanded image; large payloads on pages.
@@ -228,7 +229,7 @@ TEST_F(UsbTransportTest, SilentHostMidDownloadTimesOutAndReadsAreCancelled) {
   ExpectNothingQueued();
   // The next host's command goes to a fresh command read.
   fake_->HostSend("getvar:product");
-  EXPECT_EQ(*t_->ReadCommand(kMaxCommand), "getvar:product");
+  EXPECT_EQ(*t_->ReadCommand(wire::kMaxCommand), "getvar:product");
 }
 
 TEST_F(UsbTransportTest, MoreDataThanAnnouncedFailsTheDownloadNotTheLink) {
@@ -237,16 +238,16 @@ TEST_F(UsbTransportTest, MoreDataThanAnnouncedFailsTheDownloadNotTheLink) {
   fake_->HostSend(std::string(1100, 'd'));  // packets 512, 512 (only 488 fit), 76
   EXPECT_EQ(t_->ReceiveDownload(target.landing).message(), "usb: the host sent more data than announced");
   ExpectNothingQueued();
-  EXPECT_EQ(t_->ReadCommand(kMaxCommand).status().message(), "command of 76 bytes, max 64");
+  EXPECT_EQ(t_->ReadCommand(wire::kMaxCommand).status().message(), "command of 76 bytes, max 64");
   fake_->HostSend("getvar:x");
-  EXPECT_EQ(*t_->ReadCommand(kMaxCommand), "getvar:x");
+  EXPECT_EQ(*t_->ReadCommand(wire::kMaxCommand), "getvar:x");
 }
 
 TEST_F(UsbTransportTest, ResponsesTheHostNeverTakesEndTheSession) {
   Make(512, {.write_timeout = 200ms});
   ASSERT_TRUE(t_->Send("INFOone").ok());
   ASSERT_TRUE(t_->Send("FAILtwo").ok());
-  Status st = t_->ReadCommand(kMaxCommand).status();
+  Status st = t_->ReadCommand(wire::kMaxCommand).status();
   EXPECT_EQ(st.message(), "usb: the host took no response for 200 ms");
   EXPECT_EQ(fake_->cancels(), 2u);  // no stale response for the next host
   t_->Drain();
@@ -257,13 +258,13 @@ TEST_F(UsbTransportTest, InterruptEndsAnIdleWaitAndKeepsLaterCommands) {
   Make(512);
   EXPECT_FALSE(t_->InterruptIfIdle());  // not waiting
   Status st;
-  std::thread session([&] { st = t_->ReadCommand(kMaxCommand).status(); });
+  std::thread session([&] { st = t_->ReadCommand(wire::kMaxCommand).status(); });
   while (!t_->InterruptIfIdle()) std::this_thread::sleep_for(1ms);
   session.join();
   EXPECT_EQ(st.message(), "usb: gave the device to another client");
   EXPECT_FALSE(t_->gone());
   fake_->HostSend("getvar:y");  // into the read still queued
-  EXPECT_EQ(*t_->ReadCommand(kMaxCommand), "getvar:y");
+  EXPECT_EQ(*t_->ReadCommand(wire::kMaxCommand), "getvar:y");
 }
 
 TEST_F(UsbTransportTest, HostGoneFromEp0EndsEveryWait) {
@@ -272,7 +273,7 @@ TEST_F(UsbTransportTest, HostGoneFromEp0EndsEveryWait) {
     while (fake_->reads_queued() == 0) std::this_thread::sleep_for(1ms);
     t_->HostGone();
   });
-  EXPECT_EQ(t_->ReadCommand(kMaxCommand).status().message(), "usb: host gone (disabled)");
+  EXPECT_EQ(t_->ReadCommand(wire::kMaxCommand).status().message(), "usb: host gone (disabled)");
   ep0.join();
   EXPECT_EQ(t_->Send("OKAY").code(), Code::kCancelled);
   t_->Drain();
@@ -280,7 +281,7 @@ TEST_F(UsbTransportTest, HostGoneFromEp0EndsEveryWait) {
   // A new host: Start() clears it.
   ASSERT_TRUE(t_->Start("usb test").ok());
   fake_->HostSend("getvar:z");
-  EXPECT_EQ(*t_->ReadCommand(kMaxCommand), "getvar:z");
+  EXPECT_EQ(*t_->ReadCommand(wire::kMaxCommand), "getvar:z");
 }
 
 }  // namespace

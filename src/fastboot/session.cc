@@ -1,16 +1,36 @@
 #include "fastboot/session.h"
 
 #include <algorithm>
-#include <cstdio>
 
+#include "base/log.h"
 #include "base/units.h"
 #include "fastboot/hooks.h"
-#include "fastboot/protocol.h"
+#include "fastboot/readback.h"
+#include "wire/protocol.h"
 
 namespace flashpipe::fastboot {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+using wire::Data;
+using wire::Fail;
+using wire::Hex32;
+using wire::Hex64;
+using wire::Info;
+using wire::kMaxCommand;
+using wire::kMaxMessage;
+using wire::Okay;
+using wire::ParseCommand;
+using wire::ParseDownloadSize;
+using wire::SplitForInfo;
+
+// Output of an oem command sent to the client as INFO lines; the rest is
+// counted and dropped.
+constexpr size_t kOemOutputLimit = 4096;
+
+Status Locked(std::string_view what) {
+  return InvalidArgument(fmt::format("{}: device is locked (fastboot flashing unlock)", what));
+}
 
 // "boot_a" -> "boot"; "" when the name has no slot suffix.
 std::string_view SlotBase(std::string_view name) {
@@ -34,23 +54,41 @@ std::vector<std::string> SplitWords(std::string_view s) {
   return out;
 }
 
+// "digest:boot:0:4096" or "digest boot 0 4096" -> "boot:0:4096" for the
+// built-in oem command `name`; "" when `arg` is not that command.
+std::string BuiltinOemArgument(std::string_view arg, std::string_view name) {
+  if (!arg.starts_with(name) || arg.size() == name.size()) return {};
+  if (arg[name.size()] != ':' && arg[name.size()] != ' ') return {};
+  std::string range(arg.substr(name.size() + 1));
+  std::replace(range.begin(), range.end(), ' ', ':');
+  return range;
+}
+
 }  // namespace
 
 const Session::CommandSpec Session::kCommands[] = {
-    // name, handler, needs_unlocked, waits_for_writes
-    {"getvar", &Session::DoGetvar, false, true},
-    {"download", &Session::DoDownload, true, false},
-    {"flash", &Session::DoFlash, true, false},  // Flash() waits for the previous part itself
-    {"erase", &Session::DoErase, true, true},
-    {"set_active", &Session::DoSetActive, false, true},
-    {"flashing", &Session::DoFlashing, false, true},
-    {"reboot", &Session::DoReboot, false, true},
-    {"reboot-bootloader", &Session::DoRebootBootloader, false, true},
-    {"reboot-fastboot", &Session::DoRebootFastboot, false, true},
-    {"reboot-recovery", &Session::DoRebootRecovery, false, true},
-    {"continue", &Session::DoContinue, false, true},
-    {"shutdown", &Session::DoShutdown, false, true},
-    {"oem", &Session::DoOem, false, true},
+    // name, handler, while locked, waits_for_writes, takes_argument
+    {"getvar", &Session::DoGetvar, kAllowed, true, true},
+    {"download", &Session::DoDownload, kRefused, false, true},  // as fastbootd
+    {"flash", &Session::DoFlash, kRefused, false, true},  // Flash() waits for the previous part itself
+    {"erase", &Session::DoErase, kRefused, true, true},
+    {"set_active", &Session::DoSetActive, kRefused, true, true},
+    {"flashing", &Session::DoFlashing, kHandlerDecides, true, true},  // unlock_critical is refused
+    {"reboot", &Session::DoReboot, kAllowed, true, true},
+    {"reboot-bootloader", &Session::DoRebootBootloader, kAllowed, true, false},
+    {"reboot-fastboot", &Session::DoRebootFastboot, kAllowed, true, false},
+    {"reboot-recovery", &Session::DoRebootRecovery, kAllowed, true, false},
+    {"continue", &Session::DoContinue, kAllowed, true, false},
+    {"shutdown", &Session::DoShutdown, kAllowed, true, false},
+    {"oem", &Session::DoOem, kHandlerDecides, true, true},  // only --oem-safe commands
+    {"fetch", &Session::DoFetch, kRefused, true, true},      // as fastbootd
+    {"upload", &Session::DoUpload, kRefused, true, false},
+};
+
+// Checked before the --oem commands; each refuses to run while locked.
+const Session::BuiltinOem Session::kBuiltinOems[] = {
+    {"stage", &Session::DoOemStage},
+    {"digest", &Session::DoOemDigest},
 };
 
 const Session::VarSpec Session::kVars[] = {
@@ -71,34 +109,60 @@ const Session::VarSpec Session::kVars[] = {
     {"partition-type", &Session::VarPartitionType, true},
     {"has-slot", &Session::VarHasSlot, true},
     {"is-logical", &Session::VarIsLogical, true},
+    {"max-fetch-size", &Session::VarMaxFetchSize, false},
 };
 
 Session::Session(FastbootDevice* device, Transport* transport) : device_(device), transport_(transport) {}
 
 Status Session::Run() {
+  device_->ForgetDownload();
+  auto limit = device_->config().limits.session_timeout;
+  if (limit.count() > 0) deadline_ = Clock::now() + limit;
   while (after_ == After::kContinue) {
+    transport_->set_deadline(deadline_);
     auto wire = transport_->ReadCommand(kMaxCommand);
     if (!wire.ok()) {
       const Status& st = wire.status();
       if (st.code() == Code::kCancelled) return Status::Ok();
+      if (st.code() == Code::kTimedOut) return Expired();  // between commands: nobody waits for a FAIL
       FP_RETURN_IF_ERROR(Reply(st));
       if (st.code() != Code::kInvalidArgument) return st;  // framing lost
       continue;
     }
-    if (device_->config().verbose) std::fprintf(stderr, "serve: %s: %s\n", transport_->peer().c_str(), wire->c_str());
+    log::Debug("{}: {}", transport_->peer(), log::Printable(*wire));
     Status st = Dispatch(*wire);
     if (!st.ok()) return st.code() == Code::kCancelled ? Status::Ok() : st;
   }
-  if (after_ == After::kReboot && !device_->config().on_reboot.empty()) {
-    (void)RunShell(device_->config().on_reboot, "reboot", {reboot_target_}, [](std::string_view) {});
-  }
+  RunAfterHooks();
+  return end_status_;
+}
+
+Status Session::Expired() const {
+  return TimedOut(fmt::format("session time limit of {} s reached", device_->config().limits.session_timeout.count()));
+}
+
+// The handler's answer when a time limit ends the session: a FAIL, then the end.
+Result<std::string> Session::EndSession(Status why) {
+  after_ = After::kEndSession;
+  end_status_ = why;
+  return why;
+}
+
+void Session::RunAfterHooks() {
+  const DeviceConfig& config = device_->config();
+  auto run = [&](const std::string& command, const std::string& name, std::vector<std::string> args) {
+    if (command.empty()) return;
+    auto log_line = [&](std::string_view line) { log::Debug("{} hook: {}", name, log::Printable(line)); };
+    auto r = RunHook(command, name, args, {.timeout = config.hook_timeout}, log_line);
+    if (!r.ok()) log::Warn("{} hook: {}", name, r.status().ToString());
+    if (r.ok() && r->timed_out) log::Warn("{} hook killed after {} ms", name, config.hook_timeout.count());
+    if (r.ok() && !r->timed_out && r->exit_status != 0) log::Warn("{} hook: exit status {}", name, r->exit_status);
+  };
+  if (after_ == After::kReboot) run(config.on_reboot, "reboot", {reboot_target_});
   if (after_ == After::kShutdown) {
-    if (!device_->config().on_shutdown.empty()) {
-      (void)RunShell(device_->config().on_shutdown, "shutdown", {}, [](std::string_view) {});
-    }
-    if (device_->config().exit_on_shutdown) device_->RequestExit();
+    run(config.on_shutdown, "shutdown", {});
+    if (config.exit_on_shutdown) device_->RequestExit();
   }
-  return Status::Ok();
 }
 
 Status Session::Dispatch(std::string_view wire) {
@@ -108,8 +172,9 @@ Status Session::Dispatch(std::string_view wire) {
     if (spec.name != cmd->name) continue;
     Status pending = spec.waits_for_writes ? device_->WaitWrites() : device_->TakeWriteError();
     if (!pending.ok()) return Reply(pending);
-    if (spec.needs_unlocked && device_->state().locked()) {
-      return Reply(InvalidArgument(fmt::format("{}: device is locked (fastboot flashing unlock)", spec.name)));
+    if (spec.when_locked == kRefused && device_->state().locked()) return Reply(Locked(spec.name));
+    if (!spec.takes_argument && !cmd->arg.empty()) {
+      return Reply(InvalidArgument(fmt::format("{} takes no argument", spec.name)));
     }
     Result<std::string> r = (this->*spec.handler)(cmd->arg);
     if (!transport_error_.ok()) return transport_error_;
@@ -121,8 +186,10 @@ Status Session::Dispatch(std::string_view wire) {
 Status Session::Reply(const Result<std::string>& result) {
   if (result.ok()) return transport_->Send(Okay(*result));
   std::string reason = result.status().ToString();
-  if (device_->config().verbose || reason.size() > kMaxMessage) {
-    std::fprintf(stderr, "serve: %s: FAIL %s\n", transport_->peer().c_str(), reason.c_str());
+  if (reason.size() > kMaxMessage) {
+    log::Info("{}: FAIL {}", transport_->peer(), log::Printable(reason, 1024));
+  } else {
+    log::Debug("{}: FAIL {}", transport_->peer(), log::Printable(reason));
   }
   if (reason.size() > kMaxMessage) {
     for (const auto& piece : SplitForInfo(reason)) FP_RETURN_IF_ERROR(transport_->Send(Info(piece)));
@@ -219,7 +286,20 @@ Result<std::string> Session::DoDownload(const std::string& arg) {
     transport_error_ = st;
     return st;
   }
-  if (Status st = transport_->ReceiveDownload(device_->download_target()); !st.ok()) {
+  RateFloor floor(device_->config().limits, Clock::now());
+  DownloadTarget& target = device_->download_target();
+  for (;;) {
+    auto now = Clock::now();
+    Status over = now >= deadline_ ? Expired() : floor.Check(target.received(), now);
+    if (!over.ok()) {
+      uint64_t at = target.received();
+      device_->AbortDownload();
+      return EndSession(over.WithContext(fmt::format("download at byte {} of {}", at, size)));
+    }
+    transport_->set_deadline(std::min(deadline_, floor.next_check()));
+    Status st = transport_->ReceiveDownload(target);
+    if (st.ok()) break;
+    if (st.code() == Code::kTimedOut) continue;  // a limit to check, above
     device_->AbortDownload();
     st = st.WithContext(fmt::format("download at byte {} of {}", device_->download_received(), size));
     // Malformed data (USB: more than announced) leaves the link usable: FAIL it.
@@ -265,17 +345,24 @@ Result<std::string> Session::DoFlashing(const std::string& arg) {
     const char* arg;
     Status (PersistentState::*set)(bool);
     bool locked;
+    bool refused_while_locked;
   };
   static const LockOp kLockOps[] = {
-      {"lock", &PersistentState::SetLocked, true},
-      {"unlock", &PersistentState::SetLocked, false},
-      {"lock_critical", &PersistentState::SetCriticalLocked, true},
-      {"unlock_critical", &PersistentState::SetCriticalLocked, false},
+      {"lock", &PersistentState::SetLocked, true, false},
+      {"unlock", &PersistentState::SetLocked, false, false},
+      {"lock_critical", &PersistentState::SetCriticalLocked, true, false},
+      {"unlock_critical", &PersistentState::SetCriticalLocked, false, true},
   };
   for (const auto& op : kLockOps) {
     if (arg != op.arg) continue;
+    if (op.refused_while_locked && device_->state().locked()) return Locked(fmt::format("flashing {}", op.arg));
     if (!op.locked && !device_->config().unlock_allowed) return Unsupported("unlocking is not allowed on this device");
-    FP_RETURN_IF_ERROR((device_->state().*op.set)(op.locked));
+    if (Status st = (device_->state().*op.set)(op.locked); !st.ok()) {
+      // A lock that could not be saved still holds; the client is told.
+      log::Warn("flashing {}: {}", op.arg, st.ToString());
+      return st.WithContext(fmt::format("flashing {}", op.arg));
+    }
+    log::Info("{}: flashing {}: {}", transport_->peer(), op.arg, device_->state().Describe());
     return std::string();
   }
   if (arg == "get_unlock_ability") {
@@ -297,9 +384,14 @@ Result<std::string> Session::RebootTo(std::string target) {
   return std::string();
 }
 
+// "reboot:bootloader" from newer clients; only the protocol's targets.
 Result<std::string> Session::DoReboot(const std::string& arg) {
-  if (!arg.empty()) return RebootTo(arg);  // "reboot:bootloader" from newer clients
-  return RebootTo("system");
+  static constexpr std::string_view kTargets[] = {"bootloader", "fastboot", "recovery"};
+  if (arg.empty()) return RebootTo("system");
+  if (std::find(std::begin(kTargets), std::end(kTargets), arg) == std::end(kTargets)) {
+    return InvalidArgument(fmt::format("reboot: unknown target '{}'", arg.substr(0, 20)));
+  }
+  return RebootTo(arg);
 }
 Result<std::string> Session::DoRebootBootloader(const std::string&) { return RebootTo("bootloader"); }
 Result<std::string> Session::DoRebootFastboot(const std::string&) { return RebootTo("fastboot"); }
@@ -314,17 +406,134 @@ Result<std::string> Session::DoShutdown(const std::string&) {
 Result<std::string> Session::DoOem(const std::string& arg) {
   std::vector<std::string> words = SplitWords(arg);
   if (words.empty()) return InvalidArgument("oem: missing command");
-  for (const auto& [name, command] : device_->config().oem) {
-    if (name != words[0]) continue;
-    std::vector<std::string> args(words.begin() + 1, words.end());
-    FP_ASSIGN_OR_RETURN(int rc, RunShell(command, name, args, [this](std::string_view line) {
-                          for (const auto& piece : SplitForInfo(line)) (void)SendInfo(piece);
-                        }));
-    if (!transport_error_.ok()) return transport_error_;
-    if (rc != 0) return Status(Code::kIoError, fmt::format("oem {}: exit status {}", name, rc));
-    return std::string();
+  for (const auto& builtin : kBuiltinOems) {
+    if (std::string range = BuiltinOemArgument(arg, builtin.name); !range.empty() || arg == builtin.name) {
+      return (this->*builtin.handler)(range);
+    }
   }
-  return Unsupported(fmt::format("oem {}: not configured", words[0].substr(0, 40)));
+  const DeviceConfig& config = device_->config();
+  auto oem = std::find_if(config.oem.begin(), config.oem.end(),
+                          [&](const OemCommand& c) { return c.name == words[0]; });
+  if (oem == config.oem.end()) return Unsupported(fmt::format("oem {}: not configured", words[0].substr(0, 40)));
+  if (device_->state().locked() && !oem->allowed_locked) return Locked(fmt::format("oem {}", oem->name));
+  std::vector<std::string> args(words.begin() + 1, words.end());
+  HookLimits limits{.timeout = config.hook_timeout, .output_limit = kOemOutputLimit};
+  limits.cancelled = [this] { return !transport_error_.ok() || transport_->ClientGone(); };
+  auto to_client = [this](std::string_view line) {
+    for (const auto& piece : SplitForInfo(line)) (void)SendInfo(piece);
+  };
+  FP_ASSIGN_OR_RETURN(HookResult r, RunHook(oem->command, oem->name, args, limits, to_client));
+  if (r.cancelled && transport_error_.ok()) {
+    transport_error_ = Cancelled(fmt::format("client gone during oem {}", oem->name));
+  }
+  if (!transport_error_.ok()) return transport_error_;
+  if (r.dropped_bytes > 0) {
+    (void)SendInfo(fmt::format("oem {}: {} more bytes of output dropped", oem->name, r.dropped_bytes));
+  }
+  if (r.timed_out) {
+    log::Warn("{}: oem {} killed after {} ms", transport_->peer(), oem->name, config.hook_timeout.count());
+    return TimedOut(fmt::format("oem {}: killed after {} s", oem->name, config.hook_timeout.count() / 1000));
+  }
+  if (r.exit_status != 0) {
+    return Status(Code::kIoError, fmt::format("oem {}: exit status {}", oem->name, r.exit_status));
+  }
+  return std::string();
+}
+
+// --- reading back (readback.h) -----------------------------------------------
+
+bool Session::IsBuiltinOem(std::string_view name) {
+  return std::any_of(std::begin(kBuiltinOems), std::end(kBuiltinOems),
+                     [&](const BuiltinOem& b) { return b.name == name; });
+}
+
+// The most one fetch or upload sends: max-download-size (fastbootd has one
+// size for both ways), below 2 GiB (the 29.0.6 client keeps the size in an
+// int), and what the transport delivers in one client read (UDP: 1 MiB).
+uint64_t Session::MaxFetch() const {
+  return std::min<uint64_t>({device_->config().max_download_size, 0x7fffffffu, transport_->max_data()});
+}
+
+Result<std::pair<const Partition*, ByteRange>> Session::ResolveRead(const std::string& text) {
+  FP_ASSIGN_OR_RETURN(RangeArg arg, ParseRangeArg(text));
+  FP_ASSIGN_OR_RETURN(const Partition* p, Resolve(arg.partition));
+  FP_ASSIGN_OR_RETURN(ByteRange range, ResolveRange(*p, arg));
+  return std::make_pair(p, range);
+}
+
+Result<StagedRange> Session::ResolveFetch(const std::string& text) {
+  FP_ASSIGN_OR_RETURN(auto read, ResolveRead(text));
+  if (read.second.size > MaxFetch()) {
+    return InvalidArgument(fmt::format("0x{:x} bytes > max-fetch-size 0x{:x}: fetch in parts", read.second.size,
+                                       MaxFetch()));
+  }
+  return StagedRange{read.first->name, read.second};
+}
+
+Result<std::string> Session::SendStaged(const StagedRange& staged) {
+  const Partition* p = device_->storage().Find(staged.partition);
+  if (p == nullptr) return NotFound(fmt::format("partition '{}' not found", staged.partition));
+  if (staged.range.size == 0) return std::string("read 0 bytes");  // as fastbootd: no data phase
+  FP_ASSIGN_OR_RETURN(auto reader, RangeReader::Open(device_->storage(), *p, staged.range));
+  Status read_error;
+  if (Status st = SendRange(*transport_, *reader, staged.range.size, &read_error); !st.ok()) {
+    transport_error_ = st;
+    return st;
+  }
+  if (!read_error.ok()) return read_error;  // the host got zeros for the rest
+  log::Debug("{}: sent '{}' 0x{:x}+0x{:x}", transport_->peer(), p->name, staged.range.offset, staged.range.size);
+  return std::string();
+}
+
+Result<std::string> Session::DoFetch(const std::string& arg) {
+  FP_ASSIGN_OR_RETURN(StagedRange staged, ResolveFetch(arg));
+  device_->Stage(staged);
+  return SendStaged(staged);
+}
+
+Result<std::string> Session::DoUpload(const std::string&) {
+  if (!device_->staged()) return InvalidArgument("nothing staged: oem stage PARTITION[:OFFSET[:SIZE]] or fetch first");
+  StagedRange staged = *device_->staged();
+  if (staged.range.size > MaxFetch()) {  // staged over another transport
+    return InvalidArgument(fmt::format("staged 0x{:x} bytes > max-fetch-size 0x{:x}", staged.range.size, MaxFetch()));
+  }
+  return SendStaged(staged);
+}
+
+Result<std::string> Session::DoOemStage(const std::string& range) {
+  if (device_->state().locked()) return Locked("oem stage");
+  FP_ASSIGN_OR_RETURN(StagedRange staged, ResolveFetch(range));
+  if (staged.range.size == 0) return InvalidArgument("oem stage: 0 bytes");
+  device_->Stage(staged);
+  if (!SendInfo(fmt::format("staged 0x{:x} bytes of '{}' for upload", staged.range.size, staged.partition)).ok()) {
+    return transport_error_;
+  }
+  return std::string();
+}
+
+// The digest goes out as two INFO lines ("sha256 1/2 " and "sha256 2/2 ",
+// 32 hex digits each): 64 digits do not fit one 64-byte response.
+Result<std::string> Session::DoOemDigest(const std::string& range) {
+  if (device_->state().locked()) return Locked("oem digest");
+  FP_ASSIGN_OR_RETURN(auto read, ResolveRead(range));
+  auto [p, bytes] = read;
+  FP_ASSIGN_OR_RETURN(auto reader, RangeReader::Open(device_->storage(), *p, bytes));
+  auto last = Clock::now();
+  auto progress = [&](uint64_t done) -> Status {
+    auto now = Clock::now();
+    if (now - last < std::chrono::seconds(1)) return Status::Ok();
+    last = now;
+    return SendInfo(fmt::format("digest '{}' {}% ({})", p->name, done * 100 / bytes.size, FormatBytes(done)));
+  };
+  auto digest = DigestRange(*reader, progress);
+  if (!transport_error_.ok()) return transport_error_;
+  if (!digest.ok()) return digest.status();
+  std::string hex = Sha256::Hex(*digest);
+  if (!SendInfo("sha256 1/2 " + hex.substr(0, 32)).ok() || !SendInfo("sha256 2/2 " + hex.substr(32)).ok()) {
+    return transport_error_;
+  }
+  log::Debug("{}: sha256 of '{}' 0x{:x}+0x{:x}: {}", transport_->peer(), p->name, bytes.offset, bytes.size, hex);
+  return std::string();
 }
 
 // --- variables --------------------------------------------------------------
@@ -377,6 +586,10 @@ Result<std::string> Session::VarHasSlot(std::string_view partition) {
   if (storage.Find(name + "_a") != nullptr || storage.Find(name + "_b") != nullptr) return std::string("yes");
   if (storage.Find(name) != nullptr) return std::string("no");
   return NotFound(fmt::format("partition '{}' not found", name.substr(0, 40)));
+}
+Result<std::string> Session::VarMaxFetchSize(std::string_view) {
+  if (MaxFetch() == 0) return Unsupported("fetch is not supported over this transport");
+  return Hex32(static_cast<uint32_t>(MaxFetch()));
 }
 Result<std::string> Session::VarIsLogical(std::string_view partition) {
   FP_ASSIGN_OR_RETURN(const Partition* p, Resolve(std::string(partition)));

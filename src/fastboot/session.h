@@ -1,7 +1,19 @@
 // Session: one client's conversation with a FastbootDevice, driven through a
-// Transport. Commands dispatch through a table (name, handler, whether the
-// device must be unlocked, whether write-behind flashes must finish first);
-// variables through another. Each handler returns Result<std::string>: the
+// Transport. Commands dispatch through a table (name, handler, what it may do
+// while the device is locked, whether write-behind flashes must finish
+// first, whether it takes an argument); variables through another.
+//
+// Locked means locked for everything that changes the device, as in AOSP:
+// download, flash, erase, set_active, `flashing unlock_critical` and oem
+// commands not marked safe FAIL while `flashing lock` holds. Reading back
+// (fetch, upload, oem stage, oem digest) FAILs too, as fastbootd refuses
+// fetch: a locked device gives out no partition's content, not even as a
+// digest of a range small enough to guess.
+//
+// A session starts without a download (an image belongs to the session that
+// sent it) and ends at the device's time limits (deadlines.h): past
+// session_timeout, or when a download arrives slower than the floor rate
+// (then with a FAIL, since the client is waiting for an answer). Each handler returns Result<std::string>: the
 // OKAY message, or a Status that becomes the FAIL (the one place a Status is
 // turned into a FAIL: long reasons go out as INFO lines first, then a FAIL
 // cut to 64 bytes). Handlers may send INFO lines before that.
@@ -15,6 +27,7 @@
 #include <chrono>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "base/status.h"
 #include "fastboot/device.h"
@@ -27,30 +40,44 @@ class Session {
   Session(FastbootDevice* device, Transport* transport);
 
   // OK when the client went away or a reboot/shutdown ended the session;
-  // an error when the transport failed in a way that ends it.
+  // kTimedOut when a time limit ended it; another error when the transport
+  // failed in a way that ends it.
   Status Run();
   // Run() ended with reboot*/continue (the USB transport then re-enumerates).
   bool rebooted() const { return after_ == After::kReboot; }
+  // oem commands the daemon answers itself (stage, digest): an --oem of
+  // the same name could never run.
+  static bool IsBuiltinOem(std::string_view name);
 
  private:
   using Handler = Result<std::string> (Session::*)(const std::string& arg);
   using Getter = Result<std::string> (Session::*)(std::string_view partition);
+  enum WhenLocked { kAllowed, kRefused, kHandlerDecides };
   struct CommandSpec {
     std::string_view name;
     Handler handler;
-    bool needs_unlocked;
+    WhenLocked when_locked;
     bool waits_for_writes;
+    bool takes_argument;
   };
   struct VarSpec {
     std::string_view name;
     Getter get;
     bool per_partition;
   };
-  enum class After { kContinue, kReboot, kShutdown };
+  enum class After { kContinue, kEndSession, kReboot, kShutdown };
+  using OemHandler = Result<std::string> (Session::*)(const std::string& range);
+  struct BuiltinOem {
+    std::string_view name;
+    OemHandler handler;
+  };
 
   Status Dispatch(std::string_view wire);
   Status Reply(const Result<std::string>& result);
   Status SendInfo(std::string_view message);
+  Status Expired() const;
+  Result<std::string> EndSession(Status why);
+  void RunAfterHooks();
   Result<const Partition*> Resolve(const std::string& name);
   Result<const Partition*> ResolveWritable(const std::string& name);
   bool HasSlots() const;
@@ -70,6 +97,15 @@ class Session {
   Result<std::string> DoShutdown(const std::string& arg);
   Result<std::string> DoOem(const std::string& arg);
   Result<std::string> RebootTo(std::string target);
+  // Reading back (readback.h): fetch, upload, oem stage, oem digest.
+  Result<std::string> DoFetch(const std::string& arg);
+  Result<std::string> DoUpload(const std::string& arg);
+  Result<std::string> DoOemStage(const std::string& range);
+  Result<std::string> DoOemDigest(const std::string& range);
+  Result<std::pair<const Partition*, ByteRange>> ResolveRead(const std::string& text);
+  Result<StagedRange> ResolveFetch(const std::string& text);
+  Result<std::string> SendStaged(const StagedRange& staged);
+  uint64_t MaxFetch() const;
 
   Result<std::string> VarVersion(std::string_view);
   Result<std::string> VarVersionBootloader(std::string_view);
@@ -88,15 +124,19 @@ class Session {
   Result<std::string> VarPartitionType(std::string_view partition);
   Result<std::string> VarHasSlot(std::string_view partition);
   Result<std::string> VarIsLogical(std::string_view partition);
+  Result<std::string> VarMaxFetchSize(std::string_view);
 
   static const CommandSpec kCommands[];
   static const VarSpec kVars[];
+  static const BuiltinOem kBuiltinOems[];
 
   FastbootDevice* device_;
   Transport* transport_;
   After after_ = After::kContinue;
   std::string reboot_target_;
   Status transport_error_;
+  Status end_status_;  // why the session was ended early (a time limit)
+  Transport::Deadline deadline_ = Transport::Deadline::max();
 };
 
 }  // namespace flashpipe::fastboot

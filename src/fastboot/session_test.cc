@@ -7,10 +7,12 @@
 #include <chrono>
 #include <thread>
 
-#include "fastboot/protocol.h"
 #include "testing/fastboot_fakes.h"
 #include "testing/fault_queue.h"
+#include "testing/process.h"
 #include "testing/sparse_builder.h"
+#include "testing/temp_dir.h"
+#include "wire/protocol.h"
 
 namespace flashpipe::fastboot {
 namespace {
@@ -38,7 +40,7 @@ class SessionTest : public ::testing::Test {
                    .mem_align = 512, .offset_align = 512, .max_request = kMiB, .direct = false};
     if (config.max_download_size == 256u << 20) config.max_download_size = 2 * kMiB;
     device_ = std::make_unique<FastbootDevice>(config, Storage::ForQueue(queue ? queue : &mem_, g, parts_),
-                                               *PersistentState::Load(""));
+                                               PersistentState::InMemory());
   }
 
   // Runs one session over the script; returns the non-INFO responses.
@@ -124,8 +126,9 @@ TEST_F(SessionTest, GetvarAllListsEveryVariableAsInfo) {
   EXPECT_TRUE(has("current-slot:a"));
   EXPECT_TRUE(has("has-slot:boot:yes"));
   EXPECT_TRUE(has("has-slot:system:no"));
-  EXPECT_EQ(infos.size(), 13u + 3 * 4 + 3);  // globals, 3 per partition, has-slot per base name
-  for (const auto& s : t.sent()) EXPECT_LE(s.size(), kMaxResponse);
+  EXPECT_TRUE(has("max-fetch-size:0x00200000"));
+  EXPECT_EQ(infos.size(), 14u + 3 * 4 + 3);  // globals, 3 per partition, has-slot per base name
+  for (const auto& s : t.sent()) EXPECT_LE(s.size(), wire::kMaxResponse);
 }
 
 TEST_F(SessionTest, GetvarAllKeepsTheWholeSizeOfA36CharacterPartitionName) {
@@ -134,13 +137,13 @@ TEST_F(SessionTest, GetvarAllKeepsTheWholeSizeOfA36CharacterPartitionName) {
   io::Geometry g{.size = mem_.disk().size(), .logical_block = 512, .physical_block = 4096,
                  .mem_align = 512, .offset_align = 512, .max_request = kMiB, .direct = false};
   device_ = std::make_unique<FastbootDevice>(DeviceConfig{}, Storage::ForQueue(&mem_, g, parts_),
-                                             *PersistentState::Load(""));
+                                             PersistentState::InMemory());
   ScriptedTransport t;
   t.Command("getvar:all");
   EXPECT_EQ(Run(t), std::vector<std::string>{"OKAY"});
   auto infos = t.Infos();
   EXPECT_NE(std::find(infos.begin(), infos.end(), "partition-size:" + name + ":0x400000"), infos.end());
-  for (const auto& s : t.sent()) EXPECT_LE(s.size(), kMaxResponse);
+  for (const auto& s : t.sent()) EXPECT_LE(s.size(), wire::kMaxResponse);
 }
 
 TEST_F(SessionTest, FlashRawWritesExactlyThePartition) {
@@ -309,10 +312,10 @@ TEST_F(SessionTest, CriticalPartitionsNeedUnlockCritical) {
 
 TEST_F(SessionTest, UnlockRefusedWhenNotAllowed) {
   Make({.unlock_allowed = false});
-  EXPECT_EQ(One("flashing lock"), "OKAY");
-  EXPECT_EQ(One("flashing unlock"), "FAILunlocking is not allowed on this device");
   EXPECT_EQ(One("flashing unlock_critical"), "FAILunlocking is not allowed on this device");
   EXPECT_TRUE(device_->state().critical_locked());
+  EXPECT_EQ(One("flashing lock"), "OKAY");
+  EXPECT_EQ(One("flashing unlock"), "FAILunlocking is not allowed on this device");
   EXPECT_EQ(One("getvar:unlocked"), "OKAYno");
 }
 
@@ -336,15 +339,12 @@ TEST_F(SessionTest, RebootAnswersThenEndsTheSession) {
 }
 
 TEST_F(SessionTest, ShutdownRunsTheHookAndCanEndTheDaemon) {
-  char dir[] = "/tmp/fbtestXXXXXX";
-  ASSERT_NE(mkdtemp(dir), nullptr);
-  std::string marker = std::string(dir) + "/down";
+  testing::TempDir dir;
+  std::string marker = dir / "down";
   Make({.on_shutdown = "touch " + marker, .exit_on_shutdown = true});
   EXPECT_EQ(One("shutdown"), "OKAY");
   EXPECT_EQ(access(marker.c_str(), F_OK), 0);
   EXPECT_TRUE(device_->exit_requested());
-  unlink(marker.c_str());
-  rmdir(dir);
 }
 
 TEST_F(SessionTest, OemRunsOnlyConfiguredCommands) {
@@ -378,7 +378,7 @@ TEST_F(SessionTest, LongFailureReasonGoesOutAsInfoThenShortFail) {
   auto simg = b.Build();
   t.Command("download:" + Hex8(simg.size())).Data(simg).Command("flash:system");
   Run(t);
-  for (const auto& s : t.sent()) EXPECT_LE(s.size(), kMaxResponse);
+  for (const auto& s : t.sent()) EXPECT_LE(s.size(), wire::kMaxResponse);
   std::string joined;
   for (const auto& i : t.Infos()) joined += i;
   EXPECT_NE(joined.find("chunk 1"), std::string::npos) << joined;
@@ -450,35 +450,185 @@ TEST_F(SessionTest, WriteBehindErrorIsReportedByTheNextCommand) {
   auto r = Run(t);
   ASSERT_EQ(r.size(), 4u);
   EXPECT_EQ(r[1], "OKAYqueued (write-behind)");
-  EXPECT_TRUE(r[2].rfind("FAILwrite-behind flash: partition 'system'", 0) == 0) << r[2];
+  // The FAIL itself (60 bytes) names the partition and the error.
+  EXPECT_TRUE(r[2].rfind("FAILwrite-behind to 'system' failed (Input/output error)", 0) == 0) << r[2];
   EXPECT_EQ(r[3], "OKAY0.4");
 }
 
-TEST(PersistentStateTest, SurvivesReload) {
-  char dir[] = "/tmp/fbstateXXXXXX";
-  ASSERT_NE(mkdtemp(dir), nullptr);
-  std::string path = std::string(dir) + "/state";
-  {
-    auto s = PersistentState::Load(path);
-    ASSERT_TRUE(s.ok());
-    EXPECT_EQ(s->slot(), 'a');
-    EXPECT_TRUE(s->SetSlot('b').ok());
-    EXPECT_TRUE(s->SetLocked(true).ok());
-    EXPECT_TRUE(s->critical_locked());
-    EXPECT_TRUE(s->SetCriticalLocked(false).ok());
-    EXPECT_FALSE(s->SetSlot('c').ok());
-  }
-  auto s = PersistentState::Load(path);
-  ASSERT_TRUE(s.ok());
-  EXPECT_EQ(s->slot(), 'b');
-  EXPECT_TRUE(s->locked());
-  EXPECT_FALSE(s->critical_locked());
-  FILE* f = fopen(path.c_str(), "w");
-  fputs("slot=z\n", f);
-  fclose(f);
-  EXPECT_EQ(PersistentState::Load(path).status().code(), Code::kCorrupt);
-  unlink(path.c_str());
-  rmdir(dir);
+// Locked means locked for everything that changes the device (AOSP):
+// set_active, unlock_critical and unmarked oem commands too, not only
+// download, flash and erase. Reading and rebooting still work.
+TEST_F(SessionTest, LockedRefusesEveryCommandThatChangesTheDevice) {
+  testing::TempDir dir;
+  std::string marker = dir / "ran";
+  Make({.oem = {{"touch", "touch " + marker}, {"info", "echo info", /*allowed_locked=*/true}}});
+  EXPECT_EQ(One("flashing lock"), "OKAY");
+  EXPECT_EQ(One("set_active:b"), "FAILset_active: device is locked (fastboot flashing unlock)");
+  EXPECT_EQ(One("getvar:current-slot"), "OKAYa");
+  EXPECT_EQ(One("flashing unlock_critical"), "FAILflashing unlock_critical: device is locked (fastboot flashin");
+  EXPECT_TRUE(device_->state().critical_locked());
+  EXPECT_EQ(One("oem touch"), "FAILoem touch: device is locked (fastboot flashing unlock)");
+  EXPECT_NE(access(marker.c_str(), F_OK), 0) << "a refused oem command ran";
+  EXPECT_EQ(One("download:00001000"), "FAILdownload: device is locked (fastboot flashing unlock)");
+  EXPECT_EQ(One("flash:system"), "FAILflash: device is locked (fastboot flashing unlock)");
+  EXPECT_EQ(One("erase:system"), "FAILerase: device is locked (fastboot flashing unlock)");
+  EXPECT_EQ(One("oem info"), "OKAY");  // marked safe (--oem-safe)
+  EXPECT_EQ(One("getvar:unlocked"), "OKAYno");
+  EXPECT_EQ(One("flashing lock_critical"), "OKAY");
+  EXPECT_EQ(One("reboot-bootloader"), "OKAY");
+  EXPECT_EQ(One("flashing unlock"), "OKAY");
+  EXPECT_EQ(One("set_active:b"), "OKAY");
+  EXPECT_EQ(One("oem touch"), "OKAY");
+  EXPECT_EQ(access(marker.c_str(), F_OK), 0);
+  EXPECT_EQ(mem_.bytes_written(), 0u);
+}
+
+// A download belongs to the session that made it: the next session (another
+// client) cannot flash it.
+TEST_F(SessionTest, ANewSessionStartsWithoutTheLastSessionsDownload) {
+  auto image = SparseBuilder::RandomBytes(4096, 5);
+  ScriptedTransport first;
+  first.Command("download:" + Hex8(image.size())).Data(image);
+  EXPECT_EQ(Run(first), std::vector<std::string>{"OKAY"});
+  EXPECT_EQ(One("flash:system"), "FAILno image downloaded");
+  EXPECT_EQ(mem_.bytes_written(), 0u);
+  // Within one session a download may be flashed more than once.
+  ScriptedTransport same;
+  same.Command("download:" + Hex8(image.size())).Data(image).Command("flash:system").Command("flash:boot_a");
+  EXPECT_EQ(Run(same), (std::vector<std::string>{"OKAY", "OKAY", "OKAY"}));
+}
+
+TEST_F(SessionTest, RebootAcceptsOnlyTheProtocolsTargets) {
+  EXPECT_EQ(One("reboot:bootloader"), "OKAY");
+  EXPECT_EQ(One("reboot:recovery"), "OKAY");
+  EXPECT_EQ(One("reboot:fastboot"), "OKAY");
+  EXPECT_EQ(One("reboot:"), "OKAY");
+  EXPECT_EQ(One("reboot:evil"), "FAILreboot: unknown target 'evil'");
+  EXPECT_EQ(One("reboot:bootloader;rm -rf /"), "FAILreboot: unknown target 'bootloader;rm -rf /'");
+  EXPECT_EQ(One("reboot-bootloader:x"), "FAILreboot-bootloader takes no argument");
+  EXPECT_EQ(One("continue:x"), "FAILcontinue takes no argument");
+  // A refused reboot leaves the session going.
+  ScriptedTransport t;
+  t.Command("reboot:edl").Command("getvar:version");
+  EXPECT_EQ(Run(t), (std::vector<std::string>{"FAILreboot: unknown target 'edl'", "OKAY0.4"}));
+}
+
+TEST_F(SessionTest, OemOutputIsCappedAndTheRestCounted) {
+  // 200 lines of 100 bytes: 40 whole lines fit in 4096 bytes.
+  Make({.oem = {{"chatty", "i=0; while [ $i -lt 200 ]; do printf '%099d\\n' $i; i=$((i+1)); done"}}});
+  ScriptedTransport t;
+  t.Command("oem chatty");
+  EXPECT_EQ(Run(t), std::vector<std::string>{"OKAY"});
+  auto infos = t.Infos();
+  ASSERT_FALSE(infos.empty());
+  EXPECT_EQ(infos.back(), "oem chatty: 16000 more bytes of output dropped");
+  size_t bytes = 0;
+  for (size_t i = 0; i + 1 < infos.size(); ++i) bytes += infos[i].size();
+  EXPECT_EQ(bytes, 40u * 99);
+}
+
+TEST_F(SessionTest, OemKilledAfterTheTimeoutWithEverythingItStarted) {
+  testing::TempDir dir;
+  std::string pidfile = dir / "pid";
+  Make({.oem = {{"hang", "sleep 100 & echo $! > " + pidfile + "; wait"}},
+        .hook_timeout = std::chrono::milliseconds(300)});
+  auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(One("oem hang"), "FAILoem hang: killed after 0 s");
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+  pid_t child = testing::PidFromFile(pidfile);
+  ASSERT_GT(child, 0);
+  EXPECT_TRUE(testing::ProcessGone(child)) << "the hook's background child survived";
+}
+
+TEST_F(SessionTest, OemKilledWhenTheClientGoesAway) {
+  Make({.oem = {{"hang", "sleep 100"}}});
+  ScriptedTransport t;
+  t.Command("oem hang");
+  std::thread leaver([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    t.SetGone(true);
+  });
+  auto start = std::chrono::steady_clock::now();
+  Status st = Session(device_.get(), &t).Run();
+  leaver.join();
+  EXPECT_TRUE(st.ok()) << st.ToString();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+  EXPECT_TRUE(t.Finals().empty());  // nobody to answer
+}
+
+TEST_F(SessionTest, OemArgumentsAreArgumentsNeverCommandText) {
+  Make({.oem = {{"echo", "printf '%s|' \"$@\""}}});
+  ScriptedTransport t;
+  t.Command("oem echo a;touch${IFS}/tmp/x $(id) `id`");
+  EXPECT_EQ(Run(t), std::vector<std::string>{"OKAY"});
+  EXPECT_EQ(t.Infos(), std::vector<std::string>{"a;touch${IFS}/tmp/x|$(id)|`id`|"});
+}
+
+// A download that trickles in below the floor FAILs and ends the session.
+TEST_F(SessionTest, SlowDownloadFailsAndEndsTheSession) {
+  DeviceConfig config;
+  config.limits = {.min_download_rate = 64 << 10, .rate_window = std::chrono::milliseconds(100)};
+  Make(config);
+  ScriptedTransport t;
+  t.Command("download:00100000").Data(std::string(1000, 'x')).Stall().Command("getvar:version");
+  auto start = std::chrono::steady_clock::now();
+  Status st = Session(device_.get(), &t).Run();
+  EXPECT_EQ(st.code(), Code::kTimedOut) << st.ToString();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2));
+  ASSERT_EQ(t.Finals().size(), 1u);
+  EXPECT_TRUE(t.Finals()[0].rfind("FAILdownload at byte 1000 of 1048576: download too slow", 0) == 0)
+      << t.Finals()[0];
+  EXPECT_EQ(One("flash:system"), "FAILno image downloaded");
+}
+
+// Bytes that keep coming, but too slowly, are judged too.
+TEST_F(SessionTest, TrickleBelowTheFloorFails) {
+  DeviceConfig config;
+  config.limits = {.min_download_rate = 64 << 10, .rate_window = std::chrono::milliseconds(100)};
+  Make(config);
+  ScriptedTransport t;
+  t.SetMaxSlice(16);
+  t.SetDelay(std::chrono::milliseconds(5));
+  t.Command("download:00100000").Data(std::string(1 << 20, 'x'));
+  Status st = Session(device_.get(), &t).Run();
+  EXPECT_EQ(st.code(), Code::kTimedOut) << st.ToString();
+  ASSERT_EQ(t.Finals().size(), 1u);
+  EXPECT_NE(t.Finals()[0].find("download too slow"), std::string::npos) << t.Finals()[0];
+}
+
+TEST_F(SessionTest, SessionTimeoutEndsAnIdleSession) {
+  DeviceConfig config;
+  config.limits.session_timeout = std::chrono::seconds(1);
+  Make(config);
+  ScriptedTransport t;
+  t.Command("getvar:version").Stall();
+  auto start = std::chrono::steady_clock::now();
+  Status st = Session(device_.get(), &t).Run();
+  auto took = std::chrono::steady_clock::now() - start;
+  EXPECT_EQ(st.code(), Code::kTimedOut) << st.ToString();
+  EXPECT_NE(st.message().find("session time limit of 1 s"), std::string::npos) << st.ToString();
+  EXPECT_GE(took, std::chrono::milliseconds(900));
+  EXPECT_LT(took, std::chrono::seconds(3));
+  EXPECT_EQ(t.Finals(), std::vector<std::string>{"OKAY0.4"});
+}
+
+TEST_F(SessionTest, ALockThatCannotBeSavedIsReportedAndStillHolds) {
+  auto dir = std::make_unique<testing::TempDir>();
+  auto state = PersistentState::Open(*dir / "state");
+  ASSERT_TRUE(state.ok());
+  io::Geometry g{.size = mem_.disk().size(), .logical_block = 512, .physical_block = 4096,
+                 .mem_align = 512, .offset_align = 512, .max_request = kMiB, .direct = false};
+  device_ = std::make_unique<FastbootDevice>(DeviceConfig{}, Storage::ForQueue(&mem_, g, parts_), *state);
+  dir.reset();  // every save fails from now on
+  ScriptedTransport t;
+  t.Command("flashing lock");
+  auto r = Run(t);
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_TRUE(r[0].rfind("FAILflashing lock: not saved", 0) == 0) << r[0];
+  EXPECT_EQ(One("getvar:unlocked"), "OKAYno");
+  EXPECT_EQ(One("erase:system"), "FAILerase: device is locked (fastboot flashing unlock)");
+  EXPECT_TRUE(One("flashing unlock").rfind("FAILflashing unlock: not changed", 0) == 0);
+  EXPECT_EQ(One("getvar:unlocked"), "OKAYno");
 }
 
 }  // namespace

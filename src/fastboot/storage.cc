@@ -2,6 +2,7 @@
 
 #include <blkid/blkid.h>
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -9,6 +10,7 @@
 #include <cstring>
 
 #include "base/fd_io.h"
+#include "base/log.h"
 #include "base/units.h"
 #include "base/unique_fd.h"
 #include "io/gpt.h"
@@ -50,6 +52,17 @@ Status RunOp(io::IoQueue* queue, const io::IoOp& op) {
   FP_RETURN_IF_ERROR(queue->Submit(op));
   FP_ASSIGN_OR_RETURN(io::IoCompletion c, queue->Wait());
   return c.status;
+}
+
+// A range on a block device is whole logical blocks (smaller writes fail or
+// read-modify-write neighbours); on a file, whole 512-byte sectors, as a disk
+// image has them.
+Status CheckAligned(const PartitionSpec& spec, const io::Geometry& g) {
+  uint32_t block = g.block_device ? g.logical_block : 512;
+  if (spec.offset % block == 0 && spec.size % block == 0) return Status::Ok();
+  return InvalidArgument(fmt::format(
+      "partition '{}': offset {} and size {} must be multiples of the {} of {} ({} bytes)", spec.name, spec.offset,
+      spec.size, g.block_device ? "logical block size" : "sector size", spec.path, block));
 }
 
 bool IsValidName(std::string_view name) {
@@ -139,7 +152,8 @@ Result<std::unique_ptr<Storage>> Storage::OpenGpt(const std::string& path, const
     Partition p{e.name, 0, e.first_lba * table->sector_size,
                 (e.last_lba - e.first_lba + 1) * table->sector_size};
     if (!IsValidName(p.name)) {
-      warnings->push_back(fmt::format("{}: GPT entry {} name '{}' not usable, skipped", path, e.index, p.name));
+      warnings->push_back(
+          fmt::format("{}: GPT entry {} name '{}' not usable, skipped", path, e.index, log::Printable(p.name, 80)));
       continue;
     }
     FP_RETURN_IF_ERROR(s->AddPartition(std::move(p)).WithContext(path));
@@ -172,6 +186,7 @@ Result<std::unique_ptr<Storage>> Storage::OpenSpecs(const std::vector<PartitionS
       it = s->backings_.end() - 1;
     }
     size_t index = static_cast<size_t>(it - s->backings_.begin());
+    if (spec.ranged) FP_RETURN_IF_ERROR(CheckAligned(spec, (*it)->geometry));
     uint64_t size = spec.ranged ? spec.size : (*it)->geometry.size;
     FP_RETURN_IF_ERROR(s->AddPartition({spec.name, index, spec.offset, size}));
   }
@@ -243,6 +258,28 @@ Status Storage::Sync(const Partition& p) {
   // The discard model wrote nothing, so there is nothing to flush.
   if (options_.model.kind == io::WriteModelKind::kDiscard) return Status::Ok();
   return backings_[p.backing]->queue->Sync().WithContext(fmt::format("partition '{}'", p.name));
+}
+
+Result<ReadView> Storage::OpenRead(const Partition& p) const {
+  const Backing& b = *backings_[p.backing];
+  UniqueFd fd;
+  if (b.target != nullptr) {
+    fd.Reset(::fcntl(b.target->fd(), F_DUPFD_CLOEXEC, 0));
+    if (!fd.valid()) return ErrnoError(fmt::format("partition '{}': dup {}", p.name, b.path));
+  } else {
+    // ForQueue: the caller's queue does the reads; the reader still stats
+    // its target's file, so it gets one of the storage's size.
+    fd.Reset(::memfd_create("flashpipe-storage", MFD_CLOEXEC));
+    if (!fd.valid() || ::ftruncate(fd.get(), static_cast<off_t>(b.geometry.size)) != 0) {
+      return ErrnoError(fmt::format("partition '{}': memfd", p.name));
+    }
+  }
+  ReadView view;
+  view.target = io::Target::FromFd(std::move(fd), b.path.empty() ? "storage" : b.path, b.geometry, p.offset, p.size);
+  view.queue = b.queue;
+  view.request_size = options_.request_size;
+  view.skip_holes = b.target != nullptr && !b.geometry.block_device;
+  return view;
 }
 
 Status Storage::Erase(const Partition& p) {

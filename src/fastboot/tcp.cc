@@ -3,20 +3,28 @@
 #include <netinet/tcp.h>
 #include <sys/socket.h>
 
+#include <array>
 #include <chrono>
-#include <cstdio>
+#include <cstring>
 
-#include "base/endian.h"
-#include "fastboot/net.h"
-#include "fastboot/protocol.h"
+#include "base/fd_io.h"
+#include "base/log.h"
 #include "fastboot/session.h"
+#include "wire/net.h"
+#include "wire/protocol.h"
+#include "wire/tcp_frame.h"
 
 namespace flashpipe::fastboot {
 namespace {
 
+using wire::RecvExact;
+using wire::RecvSome;
+using wire::SendAll;
+
 // A frame too long to be a command but short enough to skip and go on.
 constexpr uint64_t kMaxSkippableFrame = 64 << 10;
 constexpr auto kHandshakeTimeout = std::chrono::milliseconds(2000);
+constexpr auto kSendTimeout = std::chrono::seconds(60);
 
 }  // namespace
 
@@ -24,27 +32,23 @@ TcpTransport::TcpTransport(UniqueFd fd, std::string peer, std::chrono::milliseco
     : fd_(std::move(fd)), peer_(std::move(peer)), idle_timeout_(idle_timeout) {}
 
 Status TcpTransport::Handshake() {
-  uint8_t hello[4];
-  FP_RETURN_IF_ERROR(ReadFull(fd_.get(), hello, kHandshakeTimeout, true));
-  bool digits = hello[2] >= '0' && hello[2] <= '9' && hello[3] >= '0' && hello[3] <= '9';
-  if (hello[0] != 'F' || hello[1] != 'B' || !digits || (hello[2] == '0' && hello[3] == '0')) {
-    return Corrupt(fmt::format("bad handshake {:02x}{:02x}{:02x}{:02x}", hello[0], hello[1], hello[2], hello[3]));
-  }
-  static const uint8_t kReply[4] = {'F', 'B', '0', '1'};
-  return WriteFull(fd_.get(), kReply);
+  std::array<uint8_t, wire::tcp::kHandshakeSize> hello;
+  FP_RETURN_IF_ERROR(RecvExact(fd_.get(), hello, kHandshakeTimeout, true));
+  FP_RETURN_IF_ERROR(wire::tcp::ParseHandshake(hello).status());
+  return SendAll(fd_.get(), wire::tcp::kHandshake);
 }
 
 Result<uint64_t> TcpTransport::ReadFrameHeader(bool eof_ok) {
-  uint8_t header[8];
-  FP_RETURN_IF_ERROR(ReadFull(fd_.get(), header, idle_timeout_, eof_ok));
-  return LoadBE64(header);
+  std::array<uint8_t, wire::tcp::kFrameHeaderSize> header;
+  FP_RETURN_IF_ERROR(RecvExact(fd_.get(), header, idle_timeout_, eof_ok, deadline()));
+  return wire::tcp::ParseFrameHeader(header);
 }
 
 Status TcpTransport::Drain(uint64_t bytes) {
   uint8_t buf[4096];
   while (bytes > 0) {
     size_t n = static_cast<size_t>(std::min<uint64_t>(bytes, sizeof buf));
-    FP_RETURN_IF_ERROR(ReadFull(fd_.get(), std::span(buf, n), idle_timeout_, false));
+    FP_RETURN_IF_ERROR(RecvExact(fd_.get(), std::span(buf, n), idle_timeout_, false, deadline()));
     bytes -= n;
   }
   return Status::Ok();
@@ -67,8 +71,8 @@ Result<std::string> TcpTransport::ReadCommand(size_t max_size) {
     return InvalidArgument(fmt::format("command of {} bytes, max {}", len, max_size));
   }
   std::string cmd(len, '\0');
-  FP_RETURN_IF_ERROR(ReadFull(fd_.get(), std::span(reinterpret_cast<uint8_t*>(cmd.data()), len),
-                              idle_timeout_, false));
+  FP_RETURN_IF_ERROR(RecvExact(fd_.get(), std::span(reinterpret_cast<uint8_t*>(cmd.data()), len),
+                               idle_timeout_, false, deadline()));
   return cmd;
 }
 
@@ -77,32 +81,38 @@ Result<size_t> TcpTransport::ReadData(std::span<uint8_t> out) {
     FP_ASSIGN_OR_RETURN(frame_left_, ReadFrameHeader(false));
   }
   size_t want = static_cast<size_t>(std::min<uint64_t>(out.size(), frame_left_));
-  for (;;) {
-    if (idle_timeout_.count() > 0) {
-      FP_ASSIGN_OR_RETURN(bool ready, WaitReadable(fd_.get(), idle_timeout_));
-      if (!ready) return Cancelled(fmt::format("no data for {} ms", idle_timeout_.count()));
-    }
-    ssize_t n = ::recv(fd_.get(), out.data(), want, 0);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return ErrnoError("recv");
-    if (n == 0) return Cancelled("connection closed in the data phase");
-    frame_left_ -= static_cast<uint64_t>(n);
-    return static_cast<size_t>(n);
-  }
+  auto n = RecvSome(fd_.get(), out.first(want), idle_timeout_, deadline());
+  if (!n.ok()) return n.status().WithContext("data phase");
+  frame_left_ -= *n;
+  return *n;
 }
 
+bool TcpTransport::ClientGone() { return wire::PeerClosed(fd_.get()); }
+
 Status TcpTransport::Send(std::string_view message) {
-  uint8_t frame[8 + kMaxResponse];
-  size_t n = std::min(message.size(), kMaxResponse);
-  StoreBE64(frame, n);
-  if (n > 0) std::memcpy(frame + 8, message.data(), n);
-  return WriteFull(fd_.get(), std::span<const uint8_t>(frame, 8 + n));
+  constexpr size_t kHeader = wire::tcp::kFrameHeaderSize;
+  uint8_t frame[kHeader + wire::kMaxResponse];
+  size_t n = std::min(message.size(), wire::kMaxResponse);
+  std::memcpy(frame, wire::tcp::FrameHeader(n).data(), kHeader);
+  if (n > 0) std::memcpy(frame + kHeader, message.data(), n);
+  return SendAll(fd_.get(), std::span<const uint8_t>(frame, kHeader + n));
+}
+
+// The frame header waits for the first bytes: the DATA response goes first.
+Status TcpTransport::BeginData(uint64_t total) {
+  data_frame_ = total;
+  return Status::Ok();
+}
+
+Status TcpTransport::SendData(std::span<const uint8_t> bytes) {
+  if (data_frame_ > 0) FP_RETURN_IF_ERROR(SendAll(fd_.get(), wire::tcp::FrameHeader(std::exchange(data_frame_, 0))));
+  return SendAll(fd_.get(), bytes);
 }
 
 Result<std::unique_ptr<TcpServer>> TcpServer::Listen(const std::string& host_port, FastbootDevice* device,
                                                      std::chrono::milliseconds idle_timeout) {
   std::unique_ptr<TcpServer> s(new TcpServer());
-  FP_ASSIGN_OR_RETURN(s->listen_fd_, BindSocket(host_port, SOCK_STREAM));
+  FP_ASSIGN_OR_RETURN(s->listen_fd_, wire::BindSocket(host_port, SOCK_STREAM));
   s->device_ = device;
   s->idle_timeout_ = idle_timeout;
   return s;
@@ -114,7 +124,9 @@ TcpServer::~TcpServer() {
   if (thread_.joinable()) thread_.join();
 }
 
-uint16_t TcpServer::port() const { return LocalPort(listen_fd_.get()); }
+uint16_t TcpServer::port() const { return wire::LocalPort(listen_fd_.get()); }
+
+std::string TcpServer::address() const { return wire::LocalAddress(listen_fd_.get()); }
 
 void TcpServer::Start() { thread_ = std::thread([this] { AcceptLoop(); }); }
 
@@ -122,22 +134,27 @@ void TcpServer::AcceptLoop() {
   while (!stop_) {
     sockaddr_storage addr{};
     socklen_t len = sizeof addr;
-    int fd = ::accept4(listen_fd_.get(), reinterpret_cast<sockaddr*>(&addr), &len, SOCK_CLOEXEC);
+    int fd = RetryOnEintr(
+        [&] { return ::accept4(listen_fd_.get(), reinterpret_cast<sockaddr*>(&addr), &len, SOCK_CLOEXEC); });
     if (fd < 0) {
-      if (errno == EINTR || errno == ECONNABORTED) continue;
-      if (!stop_) std::fprintf(stderr, "serve: tcp accept: %s\n", std::strerror(errno));
+      if (errno == ECONNABORTED) continue;
+      if (!stop_) log::Warn("tcp accept: {}", std::strerror(errno));
       return;
     }
     int one = 1;
     ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    std::thread([this, fd, peer = FormatAddress(addr)] { Serve(UniqueFd(fd), peer); }).detach();
+    // A client that stops reading its responses cannot block the session
+    // in send() for longer than this.
+    timeval send_limit{.tv_sec = kSendTimeout.count(), .tv_usec = 0};
+    ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &send_limit, sizeof send_limit);
+    std::thread([this, fd, peer = wire::FormatAddress(addr)] { Serve(UniqueFd(fd), peer); }).detach();
   }
 }
 
 void TcpServer::Serve(UniqueFd fd, std::string peer) {
   TcpTransport transport(std::move(fd), peer, idle_timeout_);
   if (Status st = transport.Handshake(); !st.ok()) {
-    std::fprintf(stderr, "serve: tcp %s: %s\n", peer.c_str(), st.ToString().c_str());
+    log::Info("tcp {}: {}", peer, st.ToString());
     return;
   }
   std::string owner = transport.peer();
@@ -150,20 +167,19 @@ void TcpServer::Serve(UniqueFd fd, std::string peer) {
   }
   if (!acquired) {
     std::string busy = fmt::format("busy: another session is active ({})", device_->owner());
-    std::fprintf(stderr, "serve: %s refused: %s\n", owner.c_str(), busy.c_str());
+    log::Info("{} refused: {}", owner, busy);
     // Answer every command until the client leaves (or the idle timeout):
     // closing under a waiting 29.0.6 client makes it spin.
     for (;;) {
-      auto cmd = transport.ReadCommand(kMaxCommand);
+      auto cmd = transport.ReadCommand(wire::kMaxCommand);
       if (!cmd.ok() && cmd.status().code() != Code::kInvalidArgument) return;
-      if (!transport.Send(Fail(busy)).ok()) return;
+      if (!transport.Send(wire::Fail(busy)).ok()) return;
     }
     return;
   }
-  std::fprintf(stderr, "serve: %s: session start\n", owner.c_str());
+  log::Info("{}: session start", owner);
   Status st = Session(device_, &transport).Run();
-  std::fprintf(stderr, "serve: %s: session end%s%s\n", owner.c_str(), st.ok() ? "" : ": ",
-               st.ok() ? "" : st.ToString().c_str());
+  log::Info("{}: session end{}{}", owner, st.ok() ? "" : ": ", st.ok() ? "" : st.ToString());
   device_->Release();
 }
 

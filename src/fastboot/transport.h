@@ -11,12 +11,28 @@
 // boundaries. Send writes one response message (<= 64 bytes, see
 // protocol.h).
 //
+// The device sends data too (fetch, upload): after a DATA%08x response the
+// host reads exactly that many bytes as one data phase. BeginData announces
+// it (before the DATA response is sent; nothing goes out yet), SendData
+// sends its bytes in order and in any slicing, then the next Send is the
+// final response. Each transport frames the phase as its clients read it:
+// TCP as one frame, UDP as one message of continued packets, each answering
+// a poll, USB as bulk IN transfers of whole packets with a short one only at
+// the end and no zero-length packet. max_data() is the largest phase the
+// transport can carry so that every client reads it (0: none).
+//
 // A Status of code kCancelled means the client went away (TCP close, UDP
 // takeover, USB host gone, idle timeout): the session ends without
-// answering. Other errors describe malformed input the session may answer
-// with FAIL. One session thread uses a transport at a time.
+// answering. kTimedOut means the deadline the session set (set_deadline)
+// has passed: the session decides whether that ends it (its own time limit)
+// or not (a point where it judges a download's rate, after which it calls
+// ReceiveDownload again to go on). Other errors describe malformed input the
+// session may answer with FAIL. One session thread uses a transport at a
+// time. The USB transport does not honour deadlines yet (it has its own
+// data timeout).
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -55,6 +71,23 @@ class Transport {
   virtual Status Send(std::string_view message) = 0;
   // "tcp 127.0.0.1:40122", for logs.
   virtual std::string peer() const = 0;
+  // Whether the client has gone away, without waiting (asked while a long
+  // command, an oem hook, runs). A transport that cannot tell says false.
+  virtual bool ClientGone() { return false; }
+
+  // The data phase of an upload (see above). REQUIRES: 0 < total <=
+  // max_data(); SendData gets exactly `total` bytes in all.
+  virtual uint64_t max_data() const { return 0; }
+  virtual Status BeginData(uint64_t /*total*/) { return Unsupported("this transport sends no data"); }
+  virtual Status SendData(std::span<const uint8_t> /*bytes*/) { return Unsupported("this transport sends no data"); }
+
+  // ReadCommand and ReceiveDownload wait no later than this (max(): no limit).
+  using Deadline = std::chrono::steady_clock::time_point;
+  void set_deadline(Deadline deadline) { deadline_ = deadline; }
+  Deadline deadline() const { return deadline_; }
+
+ private:
+  Deadline deadline_ = Deadline::max();
 };
 
 // A transport whose data phase is a byte stream read a slice at a time into
@@ -63,8 +96,11 @@ class StreamTransport : public Transport {
  public:
   // REQUIRES: !out.empty(). Fills 1..out.size() bytes of the data phase.
   virtual Result<size_t> ReadData(std::span<uint8_t> out) = 0;
+  // kTimedOut at the deadline, also while bytes keep coming; the target
+  // keeps what arrived, and the next call goes on from there.
   Status ReceiveDownload(DownloadTarget& target) final {
     while (target.remaining() > 0) {
+      if (std::chrono::steady_clock::now() >= deadline()) return TimedOut("deadline passed");
       FP_ASSIGN_OR_RETURN(size_t n, ReadData(target.Window()));
       target.Arrived(n);
     }

@@ -8,7 +8,6 @@
 #include <thread>
 
 #include "base/endian.h"
-#include "fastboot/protocol.h"
 #include "fastboot/session.h"
 #include "fastboot/tcp.h"
 #include "fastboot/udp.h"
@@ -93,6 +92,19 @@ TEST_F(TcpTest, CloseIsCancelled) {
   EXPECT_EQ(t_->ReadCommand(64).status().code(), Code::kCancelled);
 }
 
+TEST_F(TcpTest, DeadlineIsTimedOutIdleIsCancelledCloseIsGone) {
+  t_->set_deadline(std::chrono::steady_clock::now() + std::chrono::milliseconds(100));
+  EXPECT_EQ(t_->ReadCommand(64).status().code(), Code::kTimedOut);
+  uint8_t buf[4];
+  EXPECT_EQ(t_->ReadData(buf).status().code(), Code::kTimedOut);
+  t_->set_deadline(Transport::Deadline::max());
+  TcpTransport idle(UniqueFd(dup(sv_[0])), "idle", std::chrono::milliseconds(100));
+  EXPECT_EQ(idle.ReadCommand(64).status().code(), Code::kCancelled);
+  EXPECT_FALSE(t_->ClientGone());
+  shutdown(sv_[1], SHUT_WR);
+  EXPECT_TRUE(t_->ClientGone());
+}
+
 TEST_F(TcpTest, SendNeverExceeds64Bytes) {
   ASSERT_TRUE(t_->Send(std::string(300, 'F')).ok());
   EXPECT_EQ(Get(8 + 64), Frame(std::string(64, 'F')));
@@ -108,7 +120,7 @@ class UdpTest : public ::testing::Test {
     DeviceConfig config;
     config.max_download_size = 1 << 16;
     device_ = std::make_unique<FastbootDevice>(config, Storage::ForQueue(&mem_, g, {{"misc", 0, 0, 1 << 20}}),
-                                               *PersistentState::Load(""));
+                                               PersistentState::InMemory());
     UdpOptions o;
     o.keepalive = std::chrono::milliseconds(100000);
     MakeServer(o);
@@ -235,6 +247,61 @@ TEST_F(UdpTest, ClientSilentMidCommandIsGone) {
   EXPECT_EQ(Send(Pkt(3, 0, s2 + 2, "flash:misc"), 2000), Pkt(3, 0, s2 + 2));
   EXPECT_EQ(Send(Pkt(3, 0, s2 + 3), 2000), Pkt(3, 0, s2 + 3, "FAILno image downloaded"));
   EXPECT_EQ(mem_.bytes_written(), 0u);
+}
+
+// A download belongs to the session that made it: a client taking over
+// between commands cannot flash what the previous one sent.
+TEST_F(UdpTest, ClientTakingOverStartsWithoutTheDownload) {
+  uint16_t seq = Init(1000);
+  EXPECT_EQ(Send(Pkt(3, 0, seq, "download:00000010"), 1000), Pkt(3, 0, seq));
+  EXPECT_EQ(Send(Pkt(3, 0, seq + 1), 1000), Pkt(3, 0, seq + 1, "DATA00000010"));
+  EXPECT_EQ(Send(Pkt(3, 0, seq + 2, std::string(16, 'z')), 1000), Pkt(3, 0, seq + 2));
+  EXPECT_EQ(Send(Pkt(3, 0, seq + 3), 1000), Pkt(3, 0, seq + 3, "OKAY"));
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  uint16_t s2 = Init(2000);
+  EXPECT_EQ(Send(Pkt(3, 0, s2, "flash:misc"), 2000), Pkt(3, 0, s2));
+  EXPECT_EQ(Send(Pkt(3, 0, s2 + 1), 2000), Pkt(3, 0, s2 + 1, "FAILno image downloaded"));
+  EXPECT_EQ(mem_.bytes_written(), 0u);
+}
+
+// A session ended by a reboot stays ended: the client's next command gets
+// an error packet, not a new session.
+TEST_F(UdpTest, SessionEndedByRebootIsNotResumed) {
+  uint16_t seq = Init(1000);
+  EXPECT_EQ(Send(Pkt(3, 0, seq, "reboot"), 1000), Pkt(3, 0, seq));
+  EXPECT_EQ(Send(Pkt(3, 0, seq + 1), 1000), Pkt(3, 0, seq + 1, "OKAY"));
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  std::string r = Send(Pkt(3, 0, seq + 2, "getvar:version"), 1000);
+  ASSERT_FALSE(r.empty());
+  EXPECT_EQ(r, Pkt(0, 0, seq + 2, "session ended: send init to start a new one"));
+}
+
+// A download that stops arriving FAILs (the client polls for it) and ends
+// the session.
+TEST_F(UdpTest, StalledDownloadFailsAtTheRateFloor) {
+  DeviceConfig config;
+  config.max_download_size = 1 << 16;
+  config.limits = {.min_download_rate = 64 << 10, .rate_window = std::chrono::milliseconds(100)};
+  server_.reset();
+  device_ = std::make_unique<FastbootDevice>(config, Storage::ForQueue(&mem_, {.size = 1 << 20, .direct = false},
+                                                                       {{"misc", 0, 0, 1 << 20}}),
+                                             PersistentState::InMemory());
+  UdpOptions o;
+  o.keepalive = std::chrono::milliseconds(100000);
+  MakeServer(o);
+  uint16_t seq = Init(1000);
+  EXPECT_EQ(Send(Pkt(3, 0, seq, "download:00001000"), 1000), Pkt(3, 0, seq));
+  EXPECT_EQ(Send(Pkt(3, 0, seq + 1), 1000), Pkt(3, 0, seq + 1, "DATA00001000"));
+  EXPECT_EQ(Send(Pkt(3, 1, seq + 2, "abc"), 1000), Pkt(3, 0, seq + 2));
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  std::string said;  // the long reason comes as INFO lines, then the FAIL
+  uint16_t s = seq + 3;
+  for (std::string r; (r = Send(Pkt(3, 0, s), 1000)).substr(4, 4) == "INFO"; ++s) said += r.substr(8);
+  EXPECT_EQ(said.rfind("download at byte 3 of 4096: download too slow", 0), 0u) << said;
+  EXPECT_EQ(Send(Pkt(3, 0, s), 1000).substr(0, 8), Pkt(3, 0, s, "FAIL"));
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(Send(Pkt(3, 0, s + 1, "flash:misc"), 1000),
+            Pkt(0, 0, s + 1, "session ended: send init to start a new one"));
 }
 
 // A TCP client asks the device to yield: a UDP session in the middle of a

@@ -5,16 +5,19 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-#include <cstdio>
 #include <cstring>
 
-#include "base/endian.h"
-#include "fastboot/net.h"
-#include "fastboot/protocol.h"
+#include "base/fd_io.h"
+#include "base/log.h"
 #include "fastboot/session.h"
+#include "wire/net.h"
+#include "wire/protocol.h"
 
 namespace flashpipe::fastboot {
 namespace {
+
+namespace udp = wire::udp;
+using wire::FormatAddress;
 
 void Wake(int fd) {
   uint64_t one = 1;
@@ -25,6 +28,10 @@ void Wake(int fd) {
 // (the 29.0.6 client retransmits every 500 ms while it waits).
 constexpr auto kDeadAfter = std::chrono::seconds(10);
 
+// Data-phase bytes queued for the packet thread at most (a few packets'
+// worth at once; the session reads the storage meanwhile).
+constexpr size_t kOutboundDataLimit = 256 << 10;
+
 }  // namespace
 
 // --- UdpChannel -------------------------------------------------------------
@@ -32,14 +39,26 @@ constexpr auto kDeadAfter = std::chrono::seconds(10);
 UdpChannel::UdpChannel(std::string peer, size_t inbound_limit, int wake_fd)
     : peer_(std::move(peer)), inbound_limit_(inbound_limit), wake_fd_(wake_fd) {}
 
+// Waits (lock held) until there is inbound data or the channel is closed;
+// false when the session's deadline passed first.
+bool UdpChannel::WaitInbound(std::unique_lock<std::mutex>& lock) {
+  auto ready = [this] { return !inbound_.empty() || closed_; };
+  if (deadline() == Deadline::max()) {
+    cv_.wait(lock, ready);
+    return true;
+  }
+  return cv_.wait_until(lock, deadline(), ready);
+}
+
 Result<std::string> UdpChannel::ReadCommand(size_t max_size) {
   std::unique_lock lock(mu_);
   std::string msg;
   size_t total = 0;
   for (;;) {
     waiting_for_command_ = total == 0;
-    cv_.wait(lock, [this] { return !inbound_.empty() || closed_; });
+    bool in_time = WaitInbound(lock);
     waiting_for_command_ = false;
+    if (!in_time) return TimedOut("deadline passed");
     if (inbound_.empty()) return Cancelled("udp client gone");
     Chunk& c = inbound_.front();
     size_t n = c.bytes.size() - head_offset_;
@@ -58,7 +77,7 @@ Result<std::string> UdpChannel::ReadCommand(size_t max_size) {
 
 Result<size_t> UdpChannel::ReadData(std::span<uint8_t> out) {
   std::unique_lock lock(mu_);
-  cv_.wait(lock, [this] { return !inbound_.empty() || closed_; });
+  if (!WaitInbound(lock)) return TimedOut("deadline passed");
   if (inbound_.empty()) return Cancelled("udp client gone in the data phase");
   Chunk& c = inbound_.front();
   size_t n = std::min(out.size(), c.bytes.size() - head_offset_);
@@ -77,9 +96,32 @@ Status UdpChannel::Send(std::string_view message) {
   {
     std::lock_guard lock(mu_);
     if (closed_) return Cancelled("udp client gone");
-    outbound_.emplace_back(message.substr(0, kMaxResponse));
+    outbound_.push_back({std::string(message.substr(0, wire::kMaxResponse)), false, 0});
   }
   Wake(wake_fd_);
+  return Status::Ok();
+}
+
+Status UdpChannel::BeginData(uint64_t total) {
+  std::lock_guard lock(mu_);
+  if (closed_) return Cancelled("udp client gone");
+  data_left_ = total;
+  return Status::Ok();
+}
+
+Status UdpChannel::SendData(std::span<const uint8_t> bytes) {
+  while (!bytes.empty()) {
+    size_t n = std::min(bytes.size(), kOutboundDataLimit);
+    {
+      std::unique_lock lock(mu_);
+      cv_.wait(lock, [&] { return outbound_data_ + n <= kOutboundDataLimit || closed_; });
+      if (closed_) return Cancelled("udp client gone in the data phase");
+      outbound_.push_back({std::string(reinterpret_cast<const char*>(bytes.data()), n), true, 0});
+      outbound_data_ += n;
+    }
+    Wake(wake_fd_);
+    bytes = bytes.subspan(n);
+  }
   return Status::Ok();
 }
 
@@ -92,17 +134,39 @@ void UdpChannel::PushInbound(std::span<const uint8_t> bytes, bool end_of_message
   cv_.notify_all();
 }
 
-std::optional<std::string> UdpChannel::TakeOutbound() {
+std::optional<UdpChannel::Packet> UdpChannel::TakeOutbound(size_t max_payload) {
   std::lock_guard lock(mu_);
   if (outbound_.empty()) return std::nullopt;
-  std::string m = std::move(outbound_.front());
-  outbound_.pop_front();
-  return m;
+  if (!outbound_.front().data) {
+    Packet p{std::move(outbound_.front().bytes), false};
+    outbound_.pop_front();
+    return p;
+  }
+  // A data packet: as full as the queued data allows.
+  Packet p;
+  while (p.payload.size() < max_payload && !outbound_.empty() && outbound_.front().data) {
+    Outbound& front = outbound_.front();
+    size_t n = std::min(front.bytes.size() - front.taken, max_payload - p.payload.size());
+    p.payload.append(front.bytes, front.taken, n);
+    front.taken += n;
+    if (front.taken == front.bytes.size()) outbound_.pop_front();
+  }
+  outbound_data_ -= p.payload.size();
+  data_left_ -= std::min<uint64_t>(data_left_, p.payload.size());
+  p.continued = data_left_ > 0;
+  cv_.notify_all();
+  return p;
 }
 
-void UdpChannel::Close() {
+bool UdpChannel::in_data() const {
+  std::lock_guard lock(mu_);
+  return data_left_ > 0;
+}
+
+void UdpChannel::Close(bool resumable) {
   {
     std::lock_guard lock(mu_);
+    if (!closed_) resumable_ = resumable;
     closed_ = true;
   }
   cv_.notify_all();
@@ -112,6 +176,11 @@ void UdpChannel::Close() {
 bool UdpChannel::closed() const {
   std::lock_guard lock(mu_);
   return closed_;
+}
+
+bool UdpChannel::resumable() const {
+  std::lock_guard lock(mu_);
+  return closed_ && resumable_;
 }
 
 bool UdpChannel::idle() const {
@@ -128,7 +197,7 @@ bool UdpServer::Peer::operator==(const Peer& o) const {
 Result<std::unique_ptr<UdpServer>> UdpServer::Bind(const std::string& host_port, FastbootDevice* device,
                                                    UdpOptions options) {
   std::unique_ptr<UdpServer> s(new UdpServer());
-  FP_ASSIGN_OR_RETURN(s->fd_, BindSocket(host_port, SOCK_DGRAM));
+  FP_ASSIGN_OR_RETURN(s->fd_, wire::BindSocket(host_port, SOCK_DGRAM));
   s->wake_fd_.Reset(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
   if (!s->wake_fd_.valid()) return ErrnoError("eventfd");
   s->device_ = device;
@@ -182,7 +251,9 @@ UdpServer::~UdpServer() {
   if (session_thread_.joinable()) session_thread_.join();
 }
 
-uint16_t UdpServer::port() const { return LocalPort(fd_.get()); }
+uint16_t UdpServer::port() const { return wire::LocalPort(fd_.get()); }
+
+std::string UdpServer::address() const { return wire::LocalAddress(fd_.get()); }
 
 void UdpServer::Start() {
   packet_thread_ = std::thread([this] { PacketLoop(); });
@@ -204,10 +275,9 @@ void UdpServer::SessionLoop() {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
     if (acquired) {
-      std::fprintf(stderr, "serve: %s: session start\n", ch->peer().c_str());
+      log::Info("{}: session start", ch->peer());
       Status st = Session(device_, ch.get()).Run();
-      std::fprintf(stderr, "serve: %s: session end%s%s\n", ch->peer().c_str(), st.ok() ? "" : ": ",
-                   st.ok() ? "" : st.ToString().c_str());
+      log::Info("{}: session end{}{}", ch->peer(), st.ok() ? "" : ": ", st.ok() ? "" : st.ToString());
     }
     ch->Close();
     if (acquired) device_->Release();
@@ -218,8 +288,8 @@ void UdpServer::PacketLoop() {
   std::vector<uint8_t> buf(65536);
   while (!stop_) {
     pollfd fds[2] = {{fd_.get(), POLLIN, 0}, {wake_fd_.get(), POLLIN, 0}};
-    int r = ::poll(fds, 2, 100);
-    if (r < 0 && errno != EINTR) break;
+    int r = RetryOnEintr([&] { return ::poll(fds, 2, 100); });
+    if (r < 0) break;
     if (fds[1].revents & POLLIN) {
       uint64_t v;
       (void)!::read(wake_fd_.get(), &v, sizeof v);
@@ -237,9 +307,10 @@ void UdpServer::PacketLoop() {
     std::lock_guard lock(mu_);
     if (channel_ && !channel_->closed()) {
       bool idle = channel_->idle() && !poll_pending_;
-      if ((idle && now - last_heard_.load() > options_.stale_after) || (!idle && now - last_heard_.load() > kDeadAfter)) {
-        channel_->Close();  // ends the session; the device is free for others
-      }
+      // Either ends the session and frees the device for others; a client
+      // that was only quiet between commands may carry on (HandleFastboot).
+      if (idle && now - last_heard_.load() > options_.stale_after) channel_->Close(/*resumable=*/true);
+      if (!idle && now - last_heard_.load() > kDeadAfter) channel_->Close();
     }
   }
 }
@@ -249,36 +320,30 @@ void UdpServer::SendRaw(const Peer& to, std::span<const uint8_t> pkt) {
   ::sendto(fd_.get(), pkt.data(), pkt.size(), 0, reinterpret_cast<const sockaddr*>(&to.addr), to.len);
 }
 
-void UdpServer::SendTo(const Peer& to, uint8_t id, uint16_t seq, std::string_view payload, bool save) {
-  std::vector<uint8_t> pkt(udp::kHeaderSize + payload.size());
-  pkt[0] = id;
-  pkt[1] = 0;
-  StoreBE16(&pkt[2], seq);
-  if (!payload.empty()) std::memcpy(pkt.data() + udp::kHeaderSize, payload.data(), payload.size());
+void UdpServer::SendTo(const Peer& to, uint8_t id, uint16_t seq, std::string_view payload, bool save,
+                       uint8_t flags) {
+  std::vector<uint8_t> pkt = udp::Packet({.id = id, .flags = flags, .seq = seq}, payload);
   SendRaw(to, pkt);
   if (save) saved_ = std::move(pkt);
 }
 
 void UdpServer::HandlePacket(const Peer& from, std::span<const uint8_t> packet) {
-  if (packet.size() < udp::kHeaderSize) return;  // no seq to answer
-  uint8_t id = packet[0];
-  uint8_t flags = packet[1];
-  uint16_t seq = LoadBE16(&packet[2]);
-  auto payload = packet.subspan(udp::kHeaderSize);
+  std::optional<udp::Header> h = udp::ParseHeader(packet);
+  if (!h) return;  // no seq to answer
+  auto payload = udp::Payload(packet);
   if (peer_ && from == *peer_) last_heard_ = Clock::now();
-  switch (id) {
+  switch (h->id) {
     case udp::kIdQuery: {
-      uint8_t next[2];
-      StoreBE16(next, expected_seq_);
-      SendTo(from, udp::kIdQuery, seq, std::string_view(reinterpret_cast<char*>(next), 2), false);
+      std::vector<uint8_t> next = udp::QueryPayload(expected_seq_);
+      SendTo(from, udp::kIdQuery, h->seq, std::string_view(reinterpret_cast<char*>(next.data()), next.size()), false);
       return;
     }
     case udp::kIdInit:
-      return HandleInit(from, seq, payload);
+      return HandleInit(from, h->seq, payload);
     case udp::kIdFastboot:
-      return HandleFastboot(from, flags, seq, payload);
+      return HandleFastboot(from, h->flags, h->seq, payload);
     default:
-      SendTo(from, udp::kIdError, seq, fmt::format("unknown packet id {}", id), false);
+      SendTo(from, udp::kIdError, h->seq, fmt::format("unknown packet id {}", h->id), false);
   }
 }
 
@@ -305,12 +370,10 @@ void UdpServer::HandleInit(const Peer& from, uint16_t seq, std::span<const uint8
     SendRaw(from, saved_);
     return;
   }
-  if (payload.size() < 4) {
-    return SendTo(from, udp::kIdError, seq, fmt::format("init: {} payload bytes, need 4", payload.size()), false);
-  }
-  uint16_t version = LoadBE16(&payload[0]);
-  uint16_t host_max = LoadBE16(&payload[2]);
-  if (version < 1) return SendTo(from, udp::kIdError, seq, "init: protocol version 0", false);
+  Result<udp::Init> init = udp::ParseInit(payload);
+  if (!init.ok()) return SendTo(from, udp::kIdError, seq, init.status().message(), false);
+  uint16_t host_max = init->max_packet;
+  if (init->version < 1) return SendTo(from, udp::kIdError, seq, "init: protocol version 0", false);
   if (host_max < udp::kMinPacketSize) {
     return SendTo(from, udp::kIdError, seq, fmt::format("init: packet size {} < 512", host_max), false);
   }
@@ -324,7 +387,7 @@ void UdpServer::HandleInit(const Peer& from, uint16_t seq, std::span<const uint8
   std::lock_guard lock(mu_);
   if (!CanTakeOver(from)) {
     std::string owner = device_->owner();
-    std::fprintf(stderr, "serve: udp %s refused: busy (%s)\n", FormatAddress(from.addr).c_str(), owner.c_str());
+    log::Info("udp {} refused: busy ({})", FormatAddress(from.addr), owner);
     return SendTo(from, udp::kIdError, seq, fmt::format("busy: another session is active ({})", owner), false);
   }
   if (channel_) channel_->Close();
@@ -336,10 +399,8 @@ void UdpServer::HandleInit(const Peer& from, uint16_t seq, std::span<const uint8
   poll_pending_ = false;
   packet_size_ = std::min(host_max, options_.max_packet_size);
   expected_seq_ = static_cast<uint16_t>(seq + 1);
-  uint8_t reply[4];
-  StoreBE16(&reply[0], 1);
-  StoreBE16(&reply[2], packet_size_);
-  SendTo(from, udp::kIdInit, seq, std::string_view(reinterpret_cast<char*>(reply), 4), true);
+  std::vector<uint8_t> reply = udp::InitPayload({.version = udp::kProtocolVersion, .max_packet = packet_size_});
+  SendTo(from, udp::kIdInit, seq, std::string_view(reinterpret_cast<char*>(reply.data()), reply.size()), true);
 }
 
 void UdpServer::HandleFastboot(const Peer& from, uint8_t flags, uint16_t seq, std::span<const uint8_t> payload) {
@@ -355,9 +416,14 @@ void UdpServer::HandleFastboot(const Peer& from, uint8_t flags, uint16_t seq, st
   {
     std::lock_guard lock(mu_);
     if (channel_->closed() && !payload.empty()) {
-      // The session ended while the client was quiet (e.g. resparsing the
-      // next part): carry on in a new one; the device keeps the download.
-      // A poll instead still collects what the ended session said last.
+      // The session ended while the client was quiet between commands
+      // (e.g. resparsing the next part): carry on in a new session, which
+      // starts without a download like any other. A session that ended
+      // for another reason (a reboot, its time limit) stays ended. A poll
+      // instead still collects what the ended session said last.
+      if (!channel_->resumable()) {
+        return SendTo(from, udp::kIdError, seq, "session ended: send init to start a new one", false);
+      }
       if (!CanTakeOver(from)) {
         return SendTo(from, udp::kIdError, seq, fmt::format("busy: another session is active ({})", device_->owner()), false);
       }
@@ -387,11 +453,11 @@ void UdpServer::AnswerPendingPoll(bool keepalive_due) {
     ch = channel_;
   }
   if (!ch) return;
-  std::optional<std::string> msg = ch->TakeOutbound();
-  if (!msg && ch->closed()) msg = Fail("session ended");
-  if (!msg && keepalive_due) msg = Info("still working");
+  std::optional<UdpChannel::Packet> msg = ch->TakeOutbound(packet_size_ - udp::kHeaderSize);
+  if (!msg && ch->closed()) msg = UdpChannel::Packet{wire::Fail("session ended")};
+  if (!msg && keepalive_due && !ch->in_data()) msg = UdpChannel::Packet{wire::Info("still working")};
   if (!msg) return;
-  SendTo(*peer_, udp::kIdFastboot, poll_seq_, *msg, true);
+  SendTo(*peer_, udp::kIdFastboot, poll_seq_, msg->payload, true, msg->continued ? udp::kFlagContinuation : 0);
   expected_seq_ = static_cast<uint16_t>(poll_seq_ + 1);
   poll_pending_ = false;
 }

@@ -1,4 +1,4 @@
-// Fastboot over UDP (AOSP fastboot/README.md, "UDP Protocol v1").
+// Fastboot over UDP, the device side (the bytes: wire/udp_packet.h).
 //
 // Every host packet starts with [id][flags][seq_hi][seq_lo] and gets exactly
 // one answer echoing its seq: query (1) -> the next expected seq; init (2) ->
@@ -15,6 +15,13 @@
 // stays pending; it is answered as soon as the session has something to say,
 // or every keepalive interval with an INFO line, so the client, which gives
 // up after 60 s of silence, keeps waiting.
+//
+// The device's data phase (fetch, upload) is one message: each poll gets the
+// next packet of it, with the continuation flag on all but the last, as the
+// client reads one message per read. No keepalive is sent from BeginData to
+// the last packet (it would land in the data). The 29.0.6 client reads the
+// whole phase with one read and newer ones read 1 MiB at a time, so a phase
+// is at most 1 MiB (max_data): then both read it as one message.
 //
 // One client at a time: an init from another address while the session is in
 // the middle of a command (and its client was heard within gone_after) is
@@ -40,18 +47,9 @@
 #include "base/unique_fd.h"
 #include "fastboot/device.h"
 #include "fastboot/transport.h"
+#include "wire/udp_packet.h"
 
 namespace flashpipe::fastboot {
-
-namespace udp {
-inline constexpr uint8_t kIdError = 0;
-inline constexpr uint8_t kIdQuery = 1;
-inline constexpr uint8_t kIdInit = 2;
-inline constexpr uint8_t kIdFastboot = 3;
-inline constexpr uint8_t kFlagContinuation = 1;
-inline constexpr size_t kHeaderSize = 4;
-inline constexpr uint16_t kMinPacketSize = 512;
-}  // namespace udp
 
 // The session side of one UDP client. Thread-safe between the server thread
 // (Push*, TakeOutbound, Close) and the session thread (Transport methods).
@@ -63,12 +61,31 @@ class UdpChannel : public StreamTransport {
   Result<size_t> ReadData(std::span<uint8_t> out) override;
   Status Send(std::string_view message) override;
   std::string peer() const override { return "udp " + peer_; }
+  bool ClientGone() override { return closed(); }
+  // The largest data phase both the 29.0.6 client (one read) and newer
+  // ones (1 MiB reads) take as one message.
+  static constexpr uint64_t kMaxDataPhase = 1 << 20;
+  uint64_t max_data() const override { return kMaxDataPhase; }
+  Status BeginData(uint64_t total) override;
+  // Blocks while the queued data is over its limit (the client polls it out).
+  Status SendData(std::span<const uint8_t> bytes) override;
 
   // Server side. PushInbound blocks while the inbound queue is over its limit.
   void PushInbound(std::span<const uint8_t> bytes, bool end_of_message);
-  std::optional<std::string> TakeOutbound();
-  void Close();
+  // What answers the next poll: a response, or the next packet of a data
+  // phase, up to max_payload bytes (`continued`: more of it follows).
+  struct Packet {
+    std::string payload;
+    bool continued = false;
+  };
+  std::optional<Packet> TakeOutbound(size_t max_payload);
+  // Between BeginData and the data phase's last packet taken.
+  bool in_data() const;
+  // Ends the session. resumable: the client was only quiet between
+  // commands, and its next command may start a new session.
+  void Close(bool resumable = false);
   bool closed() const;
+  bool resumable() const;
   // True while the session waits for a command with nothing queued either way.
   bool idle() const;
 
@@ -77,6 +94,8 @@ class UdpChannel : public StreamTransport {
     std::vector<uint8_t> bytes;
     bool end_of_message;
   };
+  bool WaitInbound(std::unique_lock<std::mutex>& lock);
+
   std::string peer_;
   size_t inbound_limit_;
   int wake_fd_;
@@ -85,8 +104,16 @@ class UdpChannel : public StreamTransport {
   std::deque<Chunk> inbound_;
   size_t inbound_bytes_ = 0;
   size_t head_offset_ = 0;  // bytes of inbound_.front() already read
-  std::deque<std::string> outbound_;
+  struct Outbound {
+    std::string bytes;
+    bool data;  // part of a data phase, else a response
+    size_t taken;  // bytes of it already in packets
+  };
+  std::deque<Outbound> outbound_;
+  size_t outbound_data_ = 0;  // data bytes queued
+  uint64_t data_left_ = 0;    // of the data phase, not yet taken
   bool closed_ = false;
+  bool resumable_ = false;
   bool waiting_for_command_ = false;
 };
 
@@ -106,6 +133,8 @@ class UdpServer {
                                                  UdpOptions options = {});
   ~UdpServer();
   uint16_t port() const;
+  // "127.0.0.1:5554": the address it is bound to.
+  std::string address() const;
   void Start();
 
   // Tests and the fuzzer: no socket; packets go in through InjectPacket (on
@@ -131,7 +160,7 @@ class UdpServer {
   void HandleFastboot(const Peer& from, uint8_t flags, uint16_t seq, std::span<const uint8_t> payload);
   void AnswerPendingPoll(bool keepalive_due);
   void SendRaw(const Peer& to, std::span<const uint8_t> packet);
-  void SendTo(const Peer& to, uint8_t id, uint16_t seq, std::string_view payload, bool save);
+  void SendTo(const Peer& to, uint8_t id, uint16_t seq, std::string_view payload, bool save, uint8_t flags = 0);
   bool CanTakeOver(const Peer& from) const;
   // The device's yield offer for a session (any thread): ends `ch` when its
   // client is between commands or gone.
@@ -149,7 +178,7 @@ class UdpServer {
   // Packet-thread state.
   uint16_t expected_seq_ = 0;
   std::optional<Peer> peer_;
-  uint16_t packet_size_ = udp::kMinPacketSize;
+  uint16_t packet_size_ = wire::udp::kMinPacketSize;
   std::vector<uint8_t> saved_;  // last answer to peer_, for a repeated seq
   std::atomic<Clock::time_point> last_heard_{};  // read by YieldIfIdle too
   std::atomic<bool> poll_pending_{false};  // read by YieldIfIdle too

@@ -9,7 +9,6 @@
 #include <thread>
 
 #include "fastboot/ffs_descriptors.h"
-#include "fastboot/protocol.h"
 #include "testing/fake_ffs.h"
 #include "testing/fastboot_fakes.h"
 
@@ -50,7 +49,7 @@ class UsbServerTest : public ::testing::Test {
                    .mem_align = 512, .offset_align = 512, .max_request = kMiB, .direct = false};
     DeviceConfig config;
     config.max_download_size = 2 * kMiB;
-    device_ = std::make_unique<FastbootDevice>(config, Storage::ForQueue(&mem_, g, parts_), *PersistentState::Load(""));
+    device_ = std::make_unique<FastbootDevice>(config, Storage::ForQueue(&mem_, g, parts_), PersistentState::InMemory());
   }
   void TearDown() override {
     if (server_) server_->Stop();

@@ -5,6 +5,7 @@
 
 #include "base/crc32.h"
 #include "base/endian.h"
+#include "base/log.h"
 
 namespace flashpipe::io {
 namespace {
@@ -86,7 +87,7 @@ Status ParseEntries(const Header& h, std::span<const uint8_t> array, GptTable* t
     p.last_lba = LoadLE<uint64_t>(&e[40]);
     p.name = Utf16LeToUtf8(e.subspan(56, 72));
     if (p.first_lba > p.last_lba || p.first_lba < h.first_usable || p.last_lba > h.last_usable) {
-      return Corrupt(fmt::format("entry {} '{}': LBAs [{}, {}] outside usable [{}, {}]", i, p.name,
+      return Corrupt(fmt::format("entry {} '{}': LBAs [{}, {}] outside usable [{}, {}]", i, log::Printable(p.name, 80),
                                  p.first_lba, p.last_lba, h.first_usable, h.last_usable));
     }
     table->partitions.push_back(std::move(p));
@@ -97,7 +98,8 @@ Status ParseEntries(const Header& h, std::span<const uint8_t> array, GptTable* t
   for (size_t i = 1; i < sorted.size(); ++i) {
     if (sorted[i].first_lba <= sorted[i - 1].last_lba) {
       return Corrupt(fmt::format("entries {} '{}' and {} '{}' overlap", sorted[i - 1].index,
-                                 sorted[i - 1].name, sorted[i].index, sorted[i].name));
+                                 log::Printable(sorted[i - 1].name, 80), sorted[i].index,
+                                 log::Printable(sorted[i].name, 80)));
     }
   }
   return Status::Ok();

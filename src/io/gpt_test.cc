@@ -132,6 +132,20 @@ TEST(GptTest, OverlappingEntriesRejected) {
   EXPECT_NE(t.status().message().find("overlap"), std::string::npos) << t.status().ToString();
 }
 
+// Names are text from the disk: in an error message their control
+// characters are escaped, so they cannot forge lines in the daemon's log.
+TEST(GptTest, ControlCharactersOfNamesAreEscapedInErrors) {
+  GptDisk disk({{u"a\nserve: forged", 40, 200}, {u"b\x1b[2J", 200, 300}});
+  auto t = disk.Read();
+  ASSERT_FALSE(t.ok());
+  std::string m = t.status().message();
+  EXPECT_NE(m.find("'a\\x0aserve: forged' and 1 'b\\x1b[2J' overlap"), std::string::npos) << m;
+  EXPECT_EQ(m.find_first_of("\n\x1b"), std::string::npos) << m;
+  GptDisk outside({{u"x\ry", 40, kLbas - 2}});
+  m = outside.Read().status().message();
+  EXPECT_NE(m.find("'x\\x0dy'"), std::string::npos) << m;
+}
+
 TEST(GptTest, EntryOutsideUsableRangeRejected) {
   GptDisk disk({{u"a", 40, kLbas - 2}});
   auto t = disk.Read();

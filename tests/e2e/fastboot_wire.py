@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Speaks raw fastboot TCP/UDP to `flashpipe serve` for the fault tests:
 malformed frames and packets, a client that dies mid-download, a client that
-holds the session. Every check prints 'ok: ...' or exits non-zero with
+holds the session; and fetch, which the 29.0.6 client cannot send. Every check prints 'ok: ...' or exits non-zero with
 'FAIL: ...'. Usage: fastboot_wire.py MODE HOST PORT [ARGS]."""
 import socket
 import struct
@@ -106,6 +106,44 @@ def tcp_command(host, port, cmd, want_prefix):
     expect(r is not None and r.startswith(want_prefix), "%s -> %r" % (cmd, r))
 
 
+def tcp_download(host, port, size):
+    """Downloads SIZE bytes of 0x5a and leaves without flashing."""
+    t = Tcp(host, port)
+    expect(t.command("download:%08x" % size) == "DATA%08x" % size, "download started")
+    t.send_frame(b"\x5a" * size)
+    expect(t.response() == "OKAY", "download of %d bytes complete" % size)
+
+
+def tcp_trickle(host, port, limit):
+    """Starts a 1 MiB download and sends one byte every 0.1 s: the daemon must
+    end it (a FAIL or a closed connection) within LIMIT seconds."""
+    t = Tcp(host, port)
+    expect(t.command("download:00100000") == "DATA00100000", "download started")
+    t.s.sendall(struct.pack(">Q", 1 << 20))
+    start = time.time()
+    t.s.settimeout(0.1)
+    while time.time() - start < limit:
+        try:
+            t.s.sendall(b"\x5a")
+        except OSError as e:
+            print("ok: connection ended by the daemon after %.1f s (%s)" % (time.time() - start, e))
+            return
+        try:
+            hdr = t.recv_exact(8)
+        except socket.timeout:
+            continue
+        if len(hdr) < 8:
+            print("ok: connection closed by the daemon after %.1f s" % (time.time() - start))
+            return
+        (n,) = struct.unpack(">Q", hdr)
+        msg = t.recv_exact(n).decode()
+        if msg.startswith("FAIL") or msg.startswith("INFO"):
+            print("ok: daemon answered %r after %.1f s" % (msg, time.time() - start))
+            return
+        fail("unexpected response %r" % msg)
+    fail("trickling download still going after %.1f s" % limit)
+
+
 class Udp:
     def __init__(self, host, port):
         self.s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
@@ -199,6 +237,87 @@ def udp_partial_download(host, port, size, sent):
     print("ok: udp client gone after %d of %d bytes" % (sent, size))
 
 
+def udp_download(host, port, size):
+    """Downloads SIZE bytes of 0x5a and leaves without flashing."""
+    u = Udp(host, port)
+    u.start(1024)
+    expect(u.command("download:%08x" % size) == "DATA%08x" % size, "udp download started")
+    done = 0
+    while done < size:
+        n = min(1020, size - done)
+        u.packet(b"\x5a" * n, cont=done + n < size)
+        done += n
+    r = u.packet(b"")
+    expect(r is not None and r[4:] == b"OKAY", "udp download of %d bytes complete" % size)
+
+
+def udp_command(host, port, cmd, want_prefix):
+    u = Udp(host, port)
+    r = u.start(1024)
+    if r is None or r[0] != 2:
+        fail("init refused: %r" % r)
+    r = u.command(cmd)
+    expect(r.startswith(want_prefix), "%s -> %r" % (cmd, r))
+
+
+def udp_trickle(host, port, limit):
+    """As tcp_trickle over UDP: one data packet of 1 byte every 0.1 s until
+    the daemon answers with an error packet (its session ended)."""
+    u = Udp(host, port)
+    u.start(1024)
+    expect(u.command("download:00100000") == "DATA00100000", "udp download started")
+    start = time.time()
+    while time.time() - start < limit:
+        r = u.packet(b"\x5a", cont=True)
+        if r is not None and r[0] == 0:
+            print("ok: daemon ended the session after %.1f s: %r" % (time.time() - start, r[4:]))
+            return
+        time.sleep(0.1)
+    fail("trickling udp download still going after %.1f s" % limit)
+
+
+def tcp_fetch(host, port, cmd, out):
+    """Sends CMD (fetch:... or upload) and reads its data phase as the clients
+    do: DATA%08x, then one frame of exactly that size, then OKAY. Writes the
+    bytes to OUT."""
+    t = Tcp(host, port)
+    r = t.command(cmd)
+    if r is None or not r.startswith("DATA"):
+        fail("%s -> %r %r" % (cmd, r, getattr(t, "infos", [])))
+    size = int(r[4:], 16)
+    (n,) = struct.unpack(">Q", t.recv_exact(8))
+    expect(n == size, "%s: one frame of %d bytes" % (cmd, size))
+    data = t.recv_exact(size)
+    expect(len(data) == size, "%s: %d bytes received" % (cmd, size))
+    expect(t.response() == "OKAY", "%s: OKAY after the data" % cmd)
+    with open(out, "wb") as f:
+        f.write(data)
+
+
+def udp_fetch(host, port, cmd, out):
+    """As tcp_fetch over UDP: after DATA, polls collect one message of
+    continued packets (the flag on all but the last), then OKAY."""
+    u = Udp(host, port)
+    u.start(8192)
+    r = u.command(cmd)
+    if not r.startswith("DATA"):
+        fail("%s -> %r" % (cmd, r))
+    size = int(r[4:], 16)
+    data = b""
+    while True:
+        p = u.packet(b"")
+        if p is None:
+            fail("%s: no packet after %d bytes" % (cmd, len(data)))
+        data += p[4:]
+        if not p[1] & 1:
+            break
+    expect(len(data) == size, "%s: one message of %d bytes" % (cmd, size))
+    r = u.packet(b"")
+    expect(r is not None and r[4:] == b"OKAY", "%s: OKAY after the data" % cmd)
+    with open(out, "wb") as f:
+        f.write(data)
+
+
 def udp_hold(host, port, seconds):
     u = Udp(host, port)
     u.start(1024)
@@ -218,9 +337,16 @@ def main():
         "tcp-partial-download": lambda: tcp_partial_download(host, port, int(args[0]), int(args[1])),
         "tcp-hold": lambda: tcp_hold(host, port, float(args[0])),
         "tcp-command": lambda: tcp_command(host, port, args[0], args[1]),
+        "tcp-download": lambda: tcp_download(host, port, int(args[0])),
+        "tcp-trickle": lambda: tcp_trickle(host, port, float(args[0])),
+        "udp-download": lambda: udp_download(host, port, int(args[0])),
+        "udp-command": lambda: udp_command(host, port, args[0], args[1]),
+        "udp-trickle": lambda: udp_trickle(host, port, float(args[0])),
         "udp-malformed": lambda: udp_malformed(host, port),
         "udp-partial-download": lambda: udp_partial_download(host, port, int(args[0]), int(args[1])),
         "udp-hold": lambda: udp_hold(host, port, float(args[0])),
+        "tcp-fetch": lambda: tcp_fetch(host, port, args[0], args[1]),
+        "udp-fetch": lambda: udp_fetch(host, port, args[0], args[1]),
     }
     modes[mode]()
 
