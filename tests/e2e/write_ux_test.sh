@@ -5,7 +5,8 @@
 # match refused before anything is written; the phase lines and the summary
 # line (with and without a terminal); --progress=json events; SIGINT and
 # SIGTERM in the middle of a write (exit 130/143, the "interrupted" report
-# naming what was partly written, bytes after that offset untouched); and the
+# naming what was partly written, bytes after that offset untouched; bench
+# removing its file); and the
 # --json of write, read, bench, bench --sparse, dump, bmap create and lp dump,
 # on success and on failure, validated against docs/schema/*.schema.json.
 #   FLASHPIPE=build/flashpipe bash tests/e2e/write_ux_test.sh
@@ -222,6 +223,15 @@ check s2.json "d['interrupted'] and d['signal'] == 'SIGTERM' and d['partly_writt
 check s2.json "[(r['state'], r['kind']) for r in d['results']] == [('unchanged', 'new_file')]" "SIGTERM target"
 has s2.err "^flashpipe write: s2/s2.img: not created" "SIGTERM target line"
 ok "SIGTERM: exit 143, report interrupted, the new target not created, no temporary file left"
+
+# bench removes the file it created when a signal stops it (sent once the file exists).
+mkdir bn
+rc=$(CMD_OUT=$T/bn.out CMD_ERR=$T/bn.err python3 "$UX" signal SIGINT bn/bench.tmp '' - -- \
+  "$FP" bench --tests write --sizes 4k --total 64M bn/bench.tmp)
+[ "$rc" = 130 ] || fail "bench SIGINT: exit $rc, want 130 ($(cat bn.err))"
+[ -z "$(ls -A bn)" ] || fail "bench SIGINT: left behind: $(ls -A bn)"
+has bn.err "interrupted by SIGINT" "bench SIGINT"
+ok "bench SIGINT: exit 130, the file it created removed"
 
 # ---- every command's --json against its schema, on success and on failure
 run 0 j.out j.err "$FP" write --verify-only --json=j1.json img.raw a1.img
