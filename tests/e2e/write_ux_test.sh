@@ -5,10 +5,10 @@
 # match refused before anything is written; the phase lines and the summary
 # line (with and without a terminal); --progress=json events; SIGINT and
 # SIGTERM in the middle of a write (exit 130/143, the "interrupted" report
-# naming what was partly written, bytes after that offset untouched; bench
-# removing its file); and the
-# --json of write, read, bench, bench --sparse, dump, bmap create and lp dump,
-# on success and on failure, validated against docs/schema/*.schema.json.
+# naming what was partly written, bytes after that offset untouched; read's
+# interrupted report; bench removing its file); and the --json of write, read,
+# bench, bench --sparse, dump, bmap create and lp dump, on success and on
+# failure, validated against docs/schema/*.schema.json.
 #   FLASHPIPE=build/flashpipe bash tests/e2e/write_ux_test.sh
 set -euo pipefail
 
@@ -223,6 +223,20 @@ check s2.json "d['interrupted'] and d['signal'] == 'SIGTERM' and d['partly_writt
 check s2.json "[(r['state'], r['kind']) for r in d['results']] == [('unchanged', 'new_file')]" "SIGTERM target"
 has s2.err "^flashpipe write: s2/s2.img: not created" "SIGTERM target line"
 ok "SIGTERM: exit 143, report interrupted, the new target not created, no temporary file left"
+
+# read (64 MiB of random bytes into xz, one thread: seconds) stopped by SIGTERM:
+# 143, the interrupted read report, no output left behind.
+head -c 64M /dev/urandom >rsrc.bin
+mkdir rd
+rc=$(CMD_OUT=$T/rd.out CMD_ERR=$T/rd.err python3 "$UX" signal SIGTERM - '"event": "progress"' - -- \
+  "$FP" read --format xz --level 6 --threads 1 --progress=json --json=rd.json rsrc.bin rd/r.xz)
+[ "$rc" = 143 ] || fail "read SIGTERM: exit $rc, want 143 ($(cat rd.err))"
+[ -z "$(ls -A rd)" ] || fail "read SIGTERM: left behind: $(ls -A rd)"
+valid read-report rd.json "interrupted read report"
+check rd.json "d['interrupted'] and d['signal'] == 'SIGTERM' and d['error_class'] == 'interrupted' and not d['ok']" "read SIGTERM report"
+python3 "$UX" events "$SCHEMA" rd.out reading 0 1 || fail "read SIGTERM events: $(cat rd.out)"
+has rd.err "^flashpipe read: interrupted by SIGTERM" "read SIGTERM"
+ok "read SIGTERM: exit 143, interrupted read report (valid), events end with it, no output left"
 
 # bench removes the file it created when a signal stops it (sent once the file exists).
 mkdir bn
