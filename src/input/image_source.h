@@ -85,12 +85,18 @@ class ImageSource {
 struct SourceOptions {
   sparse::DecoderOptions decoder;
   std::string bmap_path;          // raw image + bmap
+  // bmap_path was found beside the image, not given (find_bmap.h): it must
+  // have the image's size, and a sparse image goes without it.
+  bool bmap_found = false;
   bool detect_zeros = true;       // raw streams: zero runs -> zero FILL
   size_t read_size = 1 << 20;     // stream read granularity
 };
 
 // `spec`: a path, "-" for stdin, or comma-separated sparse parts.
 Result<std::unique_ptr<ImageSource>> OpenImage(const std::string& spec, const SourceOptions& options);
+
+// A spec with a comma that names no file: a list of sparse parts.
+bool IsPartsSpec(const std::string& spec);
 
 // The files OpenImage(spec, options) reads (what inputs() will list), found
 // by stat alone: for a check that must come before the image is opened.

@@ -38,5 +38,11 @@ std::unique_ptr<ImageSource> MakeBmapSource(std::unique_ptr<ByteReader> reader, 
 // A seekable raw file written through a bmap (zero-copy, hashed alongside).
 // REQUIRES: the file holds at least bmap.image_size bytes.
 std::unique_ptr<ImageSource> MakeBmapFileSource(UniqueFd fd, std::string name, Bmap bmap);
+// The checksum of the bmap's first mapped range, read from `fd` before
+// anything is written, when the range is at most 64 MiB (a partition table
+// and boot area, typically): a bmap of another build of the image, of the
+// same size, is then refused before any target changes rather than after
+// its first range was written.
+Status CheckFirstBmapRange(int fd, const std::string& name, const Bmap& bmap);
 
 }  // namespace flashpipe::input
