@@ -1,7 +1,8 @@
 // flashpipe serve: a fastboot device daemon. The standard fastboot client
 // flashes partitions of a GPT disk (--storage) or of named files/ranges
-// (--partition) over TCP, UDP and/or USB (a FunctionFS gadget). See
-// src/fastboot/ for the parts.
+// (--partition) over TCP, UDP and/or USB (a FunctionFS gadget); a `super`
+// partition (--super) adds its logical partitions (Android dynamic
+// partitions). See src/fastboot/ for the parts.
 #include <malloc.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -35,6 +36,8 @@ using namespace flashpipe::fastboot;
 struct ServeOptions {
   std::string storage;
   std::vector<std::string> partitions;
+  std::string super = "super";
+  bool super_given = false;  // --super on the command line: it must exist
   std::string tcp, udp;
   bool usb = false;
   std::string usb_ffs, usb_id = "18d1:4ee0", udc;
@@ -125,8 +128,22 @@ Status ParseConfig(ServeOptions* o) {
 
 void PrintPartitions(Storage& storage) {
   for (const auto& p : storage.partitions()) {
-    log::Info("partition {:<20} offset 0x{:010x} size {}", p.name, p.offset, FormatBytes(p.size));
+    if (p.logical) {
+      log::Info("logical   {:<20} {} extents     size {}", p.name, p.extents.size(), FormatBytes(p.size));
+    } else {
+      log::Info("partition {:<20} offset 0x{:010x} size {}", p.name, p.offset, FormatBytes(p.size));
+    }
   }
+}
+
+// The logical partitions of the super, when there is one.
+Status AttachSuper(const ServeOptions& o, Storage& storage, char slot) {
+  const Partition* super = storage.Find(o.super);
+  if (super == nullptr) {
+    if (!o.super_given) return Status::Ok();
+    return NotFound(fmt::format("--super {}: no partition of that name", o.super));
+  }
+  return storage.AttachSuper(o.super, slot);
 }
 
 Result<PersistentState> OpenState(const std::string& path, const ServeOptions& o) {
@@ -161,6 +178,7 @@ Status Serve(ServeOptions o) {
     FP_ASSIGN_OR_RETURN(state_path, DefaultStatePath(o.storage.empty() ? ParsePartitionSpec(o.partitions[0])->path : o.storage));
   }
   FP_ASSIGN_OR_RETURN(PersistentState state, OpenState(state_path, o));
+  FP_RETURN_IF_ERROR(AttachSuper(o, *storage, state.slot()));
   PrintPartitions(*storage);
   auto device = std::make_unique<FastbootDevice>(o.device, std::move(storage), std::move(state));
 
@@ -218,6 +236,11 @@ int RunServe(int argc, char** argv) {
   ServeOptions o;
   app.add_option("--storage", o.storage, "block device or disk image with a GPT");
   app.add_option("--partition", o.partitions, "NAME=PATH[:OFFSET:SIZE], repeatable (A/B: NAME_a, NAME_b)");
+  auto* super = app.add_option(
+      "--super", o.super,
+      "NAME of the partition holding Android dynamic partitions (liblp metadata; default super, used when "
+      "present): serves its logical partitions as fastbootd does (is-logical, update-super, "
+      "create/delete/resize-logical-partition) and answers is-userspace yes");
   app.add_option("--tcp", o.tcp, "listen for TCP clients on ADDR:PORT (default 127.0.0.1:5554)");
   app.add_option("--udp", o.udp, "listen for UDP clients on ADDR:PORT");
   app.add_flag("--usb", o.usb, "be a USB fastboot device: a gadget made through configfs (needs libcomposite, "
@@ -283,6 +306,7 @@ int RunServe(int argc, char** argv) {
   app.add_option("--idle-timeout", o.idle_timeout_s, "seconds a TCP client may stay silent (default 600)");
   app.add_flag("-v,--verbose", o.verbose, "log every command, download and write, with seconds since start");
   if (auto code = ParseOrExit(app, argc, argv)) return *code;
+  o.super_given = super->count() > 0;
   auto writer = ParseWriterFlags(o.writer);
   if (!writer.ok()) return UsageError(app, writer.status());
   o.write.backend = writer->backend;

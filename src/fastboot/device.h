@@ -115,8 +115,14 @@ class FastbootDevice {
   void Stage(StagedRange range) { staged_ = std::move(range); }
 
   // Validates the last download for `p` and writes it (or queues it).
-  // *queued tells whether the write goes on in the background.
+  // *queued tells whether the write goes on in the background. The super
+  // partition (Storage::IsSuper) is written before this returns, and its
+  // metadata read again.
   Status Flash(const Partition& p, const ProgressFn& progress, bool* queued);
+  // The bytes of the last download of this session, for commands that take
+  // a small file rather than an image (update-super's super_empty.img): a
+  // view of the buffer, or of `*scratch` when it landed in pieces.
+  Result<std::span<const uint8_t>> DownloadedBytes(std::vector<uint8_t>* scratch) const;
   // Waits for a write-behind flash and its sync; returns its error once.
   // Thread-safe.
   Status WaitWrites();

@@ -81,6 +81,12 @@ const Session::CommandSpec Session::kCommands[] = {
     {"continue", &Session::DoContinue, kAllowed, true, false},
     {"shutdown", &Session::DoShutdown, kAllowed, true, false},
     {"oem", &Session::DoOem, kHandlerDecides, true, true},  // only --oem-safe commands
+    // Metadata changes wait for write-behind flashes: space they free may be
+    // handed to another partition at once.
+    {"update-super", &Session::DoUpdateSuper, kRefused, true, true},
+    {"create-logical-partition", &Session::DoCreateLogical, kRefused, true, true},
+    {"delete-logical-partition", &Session::DoDeleteLogical, kRefused, true, true},
+    {"resize-logical-partition", &Session::DoResizeLogical, kRefused, true, true},
     {"fetch", &Session::DoFetch, kRefused, true, true},      // as fastbootd
     {"upload", &Session::DoUpload, kRefused, true, false},
 };
@@ -109,6 +115,7 @@ const Session::VarSpec Session::kVars[] = {
     {"partition-type", &Session::VarPartitionType, true},
     {"has-slot", &Session::VarHasSlot, true},
     {"is-logical", &Session::VarIsLogical, true},
+    {"super-partition-name", &Session::VarSuperPartitionName, false},
     {"max-fetch-size", &Session::VarMaxFetchSize, false},
 };
 
@@ -225,6 +232,12 @@ Result<const Partition*> Session::ResolveWritable(const std::string& name) {
   if (device_->state().critical_locked() && device_->IsCritical(p->name)) {
     return InvalidArgument(fmt::format("critical partition '{}': flashing unlock_critical", p->name));
   }
+  // A logical partition lies inside the super: a critical super covers it.
+  if (const DynamicPartitions* d = device_->storage().dynamic(); d != nullptr && p->logical) {
+    if (device_->state().critical_locked() && device_->IsCritical(d->super().name)) {
+      return InvalidArgument(fmt::format("critical partition '{}': flashing unlock_critical", d->super().name));
+    }
+  }
   return p;
 }
 
@@ -337,6 +350,7 @@ Result<std::string> Session::DoSetActive(const std::string& arg) {
   if (slot != "a" && slot != "b") return InvalidArgument(fmt::format("slot '{}' is not a or b", arg.substr(0, 20)));
   if (!HasSlots()) return Unsupported("device has no A/B partitions");
   FP_RETURN_IF_ERROR(device_->state().SetSlot(slot[0]));
+  if (DynamicPartitions* d = device_->storage().dynamic()) d->SelectSlot(slot[0]);
   return std::string();
 }
 
@@ -553,8 +567,10 @@ Result<std::string> Session::VarCurrentSlot(std::string_view) {
   return std::string(1, device_->state().slot());
 }
 Result<std::string> Session::VarSlotCount(std::string_view) { return std::string(HasSlots() ? "2" : "0"); }
+// A daemon with a super is userspace fastboot from the start: the client
+// flashes logical partitions only there (it reboots into it otherwise).
 Result<std::string> Session::VarIsUserspace(std::string_view) {
-  return std::string(device_->userspace() ? "yes" : "no");
+  return std::string(device_->userspace() || device_->storage().dynamic() != nullptr ? "yes" : "no");
 }
 Result<std::string> Session::VarSecure(std::string_view) {
   return std::string(device_->state().locked() ? "yes" : "no");
@@ -585,6 +601,9 @@ Result<std::string> Session::VarHasSlot(std::string_view partition) {
   auto& storage = device_->storage();
   if (storage.Find(name + "_a") != nullptr || storage.Find(name + "_b") != nullptr) return std::string("yes");
   if (storage.Find(name) != nullptr) return std::string("no");
+  // As fastbootd: `flashall --slot all` asks about every image it knows
+  // (odm, dtbo, ...) and gives up on a FAIL.
+  if (*VarIsUserspace({}) == "yes") return std::string("no");
   return NotFound(fmt::format("partition '{}' not found", name.substr(0, 40)));
 }
 Result<std::string> Session::VarMaxFetchSize(std::string_view) {
@@ -593,8 +612,7 @@ Result<std::string> Session::VarMaxFetchSize(std::string_view) {
 }
 Result<std::string> Session::VarIsLogical(std::string_view partition) {
   FP_ASSIGN_OR_RETURN(const Partition* p, Resolve(std::string(partition)));
-  (void)p;
-  return std::string("no");
+  return std::string(p->logical ? "yes" : "no");
 }
 
 }  // namespace flashpipe::fastboot
