@@ -354,7 +354,8 @@ std::string FleetJson(const std::vector<DeviceResult>& results, double seconds) 
         devices.empty() ? "" : ", ", JsonString(r.device), JsonString(r.serial), JsonString(r.result),
         JsonString(r.error), JsonString(r.error_class), r.bytes, r.seconds, r.attempts, written, partly, steps);
   }
-  return fmt::format("{{\"devices\": [{}], \"ok\": {}, \"failed\": {}, \"seconds\": {:.3f}}}", devices, ok,
+  return fmt::format("{{\"schema\": \"flashpipe-flash\", \"schema_version\": 1, \"devices\": [{}], \"ok\": {}, "
+                     "\"failed\": {}, \"seconds\": {:.3f}}}", devices, ok,
                      results.size() - ok, seconds);
 }
 

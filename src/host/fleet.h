@@ -128,7 +128,8 @@ class Fleet {
 // The result's class from a failed Status and where it came from.
 std::string_view ResultName(FastbootClient::Failure failure);
 
-// The whole run as one JSON object (--json): {"devices": [...], ...}.
+// The whole run as one JSON object (--json; docs/schema/flash-report.schema.json):
+// {"schema": "flashpipe-flash", "schema_version": 1, "devices": [...], ...}.
 std::string FleetJson(const std::vector<DeviceResult>& results, double seconds);
 
 }  // namespace flashpipe::host

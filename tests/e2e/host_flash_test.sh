@@ -14,6 +14,8 @@
 set -euo pipefail
 
 FLASHPIPE=${FLASHPIPE:-$(cd "$(dirname "$0")/../.." && pwd)/build/flashpipe}
+SRC=${FLASHPIPE_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
+python3 -c 'import jsonschema' || { echo "host_flash_test: missing python3-jsonschema (scripts/setup.sh installs it)"; exit 1; }
 for tool in fastboot img2simg simg2img mkfs.ext4 bmaptool gzip zstd python3; do
   command -v $tool >/dev/null || { echo "SKIP: $tool not installed"; exit 0; }
 done
@@ -139,7 +141,11 @@ cmp -n $((32 << 20)) "$work/locked.system" /dev/zero || die "locked daemon's sys
 pass "locked daemon: 'refused' with the reason, nothing written"
 [ "$(python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print(r["ok"], r["failed"])' "$work/fleet.json")" = "3 2" ] ||
   die "report totals: $(cat "$work/fleet.json")"
-pass "--json totals: 3 ok, 2 failed"
+python3 - "$work/fleet.json" "$SRC/docs/schema/flash-report.schema.json" <<'PY' || die "report not valid against its schema"
+import json, sys, jsonschema
+jsonschema.validate(json.load(open(sys.argv[1])), json.load(open(sys.argv[2])))
+PY
+pass "--json totals: 3 ok, 2 failed; the report is valid against docs/schema/flash-report.schema.json"
 for n in t1 t3 u16 locked; do stop $n; done
 
 # --- Odd raw, compressed, bmap ----------------------------------------------
@@ -202,6 +208,8 @@ d=tcp:127.0.0.1:${port[c]}
 [ "$(field "$work/verify.json" "$d" 'd["result"], d["steps"][0]["verify"], d["error_class"]')" = \
   "('mismatch', 'mismatch', 'verify_mismatch')" ] || die "verify on the discarding daemon: $(field "$work/verify.json" "$d" 'd')"
 grep -q "the device has sha256" <<<"$(field "$work/verify.json" "$d" 'd["error"]')" || die "mismatch reason"
+python3 -c 'import json,sys,jsonschema; jsonschema.validate(json.load(open(sys.argv[1])), json.load(open(sys.argv[2])))' \
+  "$work/verify.json" "$SRC/docs/schema/flash-report.schema.json" || die "verify report not valid against its schema"
 pass "--verify: ok on tcp and udp (sparse and zstd raw), 'mismatch' on a daemon that answers OKAY and writes nothing"
 stop a; stop b; stop c
 
