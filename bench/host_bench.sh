@@ -44,22 +44,23 @@ for i in $(seq 20); do head -c 10M /dev/urandom >"$work/root/f$i"; done
 mkfs.ext4 -q -F -b 4096 -d "$work/root" "$work/ext4.img" 1G
 rm -rf "$work/root"
 
-# start: a discarding daemon on a 2 GiB sparse file; prints its port.
+# start: a discarding daemon on a 2 GiB sparse file of its own; its port is
+# appended to ports (not run in a $(...) subshell: pids must reach cleanup).
+ports=()
 start() {
-  local n=${#pids[@]}
+  local n=${#pids[@]} p=""
   truncate -s 2G "$work/part$n"
   "$FLASHPIPE" serve --partition "system=$work/part$n" --write-model discard --max-download-size 256M \
     --tcp 127.0.0.1:0 --state "$work/state$n" >"$work/d$n.out" 2>"$work/d$n.log" &
   pids+=($!)
   for _ in $(seq 100); do
-    local p; p=$(sed -n 's/^serve: listening on tcp 127\.0\.0\.1:\([0-9][0-9]*\)$/\1/p' "$work/d$n.out")
-    [ -n "$p" ] && { echo "$p"; return; }
+    p=$({ sed -n 's/^serve: listening on tcp 127\.0\.0\.1:\([0-9][0-9]*\)$/\1/p' "$work/d$n.out" 2>/dev/null || true; })
+    [ -n "$p" ] && { ports+=("$p"); return; }
     sleep 0.1
   done
   echo "daemon did not start" >&2; exit 1
 }
-ports=()
-for _ in 1 2 3 4; do ports+=("$(start)"); done
+for _ in 1 2 3 4; do start; done
 
 # measure LABEL CMD...: one run; appends "wall cpu rss_kib" to $work/LABEL.
 measure() {
