@@ -52,6 +52,9 @@ Status RunImagePass(const ImageSpec& spec, bool with_payload, RecordOut* out, in
   input::SourceOptions options;
   options.bmap_path = spec.bmap;
   options.decoder.check_crc = with_payload;
+  // A sparse file's RAW goes by range: read straight into the window (one
+  // copy), and not read at all by the planning pass.
+  options.raw_by_range = true;
   FP_ASSIGN_OR_RETURN(auto source, input::OpenImage(spec.path, options));
   input::ImageForm f = source->form();
   if (form != nullptr) *form = f;
