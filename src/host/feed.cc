@@ -1,5 +1,7 @@
 #include "host/feed.h"
 
+#include <fcntl.h>
+
 #include <algorithm>
 #include <cstring>
 
@@ -99,8 +101,15 @@ std::shared_ptr<Feed> Feed::Start(const ImageSpec& spec, std::shared_ptr<const I
                                   const FeedOptions& options, size_t members, uint64_t start_record,
                                   uint64_t start_payload) {
   std::shared_ptr<Feed> f(new Feed(spec, std::move(plan), options, members, start_record, start_payload));
-  f->producer_ = std::thread([p = f.get()] { p->Produce(); });
+  if (!f->plan_) {
+    std::lock_guard lock(f->mu_);
+    f->StartProducer();
+  }
   return f;
+}
+
+void Feed::StartProducer() {
+  if (!producer_.joinable()) producer_ = std::thread([this] { Produce(); });
 }
 
 Feed::~Feed() {
@@ -251,6 +260,7 @@ Result<std::optional<Record>> Feed::RecordAt(size_t m, uint64_t index) {
 Result<std::span<const uint8_t>> Feed::PayloadAt(size_t m, uint64_t offset, size_t max) {
   std::unique_lock lock(mu_);
   Member& me = members_[m];
+  StartProducer();
   Unpin(me);
   if (me.detached) return Cancelled("detached");
   if (offset < me.payload_pos) return Internal(fmt::format("payload byte {} read again", offset));
@@ -343,6 +353,25 @@ Result<std::span<const uint8_t>> Cursor::Payload(uint64_t offset, size_t max) {
     if (r.ok()) return r;
     FP_RETURN_IF_ERROR(Reopen(r.status()));
   }
+}
+
+Result<FileSpan> Cursor::PayloadFile(uint64_t offset, uint64_t max) {
+  const ImagePlan& plan = *feed_->plan();
+  if (!file_.valid()) {
+    const std::string& path = feed_->spec().path;
+    file_ = UniqueFd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!file_.valid()) return ErrnoError(fmt::format("cannot open image {}", path));
+    FP_ASSIGN_OR_RETURN(FileStamp now, StampOfFd(file_.get(), path));
+    if (now != plan.stamp) return Corrupt(fmt::format("{}: the image changed since it was planned", path));
+    feed_->Leave(member_);  // the shared window need not wait for this one
+  }
+  const auto& x = plan.payload_in_file;
+  auto it = std::upper_bound(x.begin(), x.end(), offset, [](uint64_t o, const FileExtent& e) { return o < e.payload; });
+  if (it == x.begin() || offset >= std::prev(it)->payload + std::prev(it)->size) {
+    return Internal(fmt::format("payload byte {} is not in the image file", offset));
+  }
+  const FileExtent& e = *std::prev(it);
+  return FileSpan{file_.get(), e.file + (offset - e.payload), std::min(max, e.payload + e.size - offset)};
 }
 
 void Cursor::PartStart(const Position& begin) {

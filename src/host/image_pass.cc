@@ -25,9 +25,28 @@ class PlanOut : public RecordOut {
     if (r.type == sparse::kChunkRaw) plan_->payload_bytes += uint64_t{r.blocks} * plan_->shape.blk_sz;
     return Status::Ok();
   }
+  void OnPayloadInFile(uint64_t payload, uint64_t file, uint64_t n) override {
+    auto& x = plan_->payload_in_file;
+    if (!x.empty() && x.back().payload + x.back().size == payload && x.back().file + x.back().size == file) {
+      x.back().size += n;
+    } else {
+      x.push_back({payload, file, n});
+    }
+  }
+  void OnCrcChunk() override { crc_ = true; }
+  // Payload that is all in the file, and no CRC32 chunk to check.
+  bool in_file() const {
+    uint64_t covered = 0;
+    for (const FileExtent& e : plan_->payload_in_file) {
+      if (e.payload != covered) return false;
+      covered += e.size;
+    }
+    return !crc_ && covered == plan_->payload_bytes;
+  }
 
  private:
   ImagePlan* plan_;
+  bool crc_ = false;
 };
 
 bool SeekableFile(const std::string& path) {
@@ -67,11 +86,29 @@ Status RunImagePass(const ImageSpec& spec, bool with_payload, RecordOut* out, in
 
 bool Rereadable(const ImageSpec& spec) { return SeekableFile(spec.path); }
 
+Result<FileStamp> StampOfFd(int fd, const std::string& name) {
+  struct stat st;
+  if (::fstat(fd, &st) != 0) return ErrnoError(fmt::format("cannot stat image {}", name));
+  return FileStamp{FileIdOf(st), static_cast<uint64_t>(st.st_size),
+                   int64_t{st.st_mtim.tv_sec} * 1000000000 + st.st_mtim.tv_nsec};
+}
+
 Result<std::shared_ptr<const ImagePlan>> PlanImage(const ImageSpec& spec) {
   if (!SeekableFile(spec.path) || Compressed(spec.path)) return std::shared_ptr<const ImagePlan>();
   auto plan = std::make_shared<ImagePlan>();
+  // The file is stamped before and after its planning pass: one that
+  // changed meanwhile is refused rather than planned from two versions.
+  UniqueFd fd(::open(spec.path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) return ErrnoError(fmt::format("cannot open image {}", spec.path));
+  FP_ASSIGN_OR_RETURN(plan->stamp, StampOfFd(fd.get(), spec.path));
   PlanOut out(plan.get());
   FP_RETURN_IF_ERROR(RunImagePass(spec, false, &out, &plan->form));
+  if (!out.in_file()) plan->payload_in_file.clear();
+  FP_ASSIGN_OR_RETURN(FileStamp after, StampOfFd(fd.get(), spec.path));
+  auto now = FileIdOfPath(spec.path);
+  if (after != plan->stamp || !now.ok() || *now != plan->stamp.id) {
+    return Corrupt(fmt::format("{}: the image changed while it was planned", spec.path));
+  }
   return std::shared_ptr<const ImagePlan>(std::move(plan));
 }
 
