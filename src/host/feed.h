@@ -56,6 +56,9 @@ struct FeedOptions {
   std::chrono::milliseconds lag_limit{3000};
   // The window of a device that reads on its own (reopened).
   uint64_t private_window_bytes = 8 << 20;
+  // Whether a member whose output sends files reads a planned image's
+  // payload from the file (Cursor::PayloadFile) rather than the window.
+  bool send_files = true;
 };
 
 class Feed {
@@ -163,7 +166,9 @@ class Cursor : public RecordSource, public PayloadSource {
   // A planned image whose payload lies in its file (ImagePlan::
   // payload_in_file): a writer that sends files reads it here, from the
   // image file, and the member leaves the shared window at its first span.
-  bool in_file() const override { return feed_->plan() && !feed_->plan()->payload_in_file.empty(); }
+  bool in_file() const override {
+    return feed_->options().send_files && feed_->plan() && !feed_->plan()->payload_in_file.empty();
+  }
   Result<FileSpan> PayloadFile(uint64_t offset, uint64_t max) override;
   // Called as each part starts: records before it are not needed again.
   void PartStart(const Position& begin);

@@ -256,7 +256,7 @@ TEST_F(FeedTest, AFileThatChangesAfterPlanningFails) {
   EXPECT_NE(r.status.message().find("changed since it was planned"), std::string::npos) << r.status.ToString();
 }
 
-// A planned sparse file: a reader whose output sends files takes the
+// A planned sparse or raw file: a reader whose output sends files takes the
 // payload from the image file as spans (the window reads nothing for it),
 // one that does not reads the window, and both get the image; small RAW
 // chunks are read into the stage, large ones go as spans. An image with a
@@ -317,6 +317,27 @@ TEST_F(FeedTest, ReadersThatSendFilesTakeThePayloadFromTheImageFile) {
     EXPECT_EQ(r.file_sends, 0u);
     EXPECT_TRUE(std::equal(crc.expanded().begin(), crc.expanded().end(), r.disk.begin()));
   }
+  // A raw file: its data blocks are its bytes at their own offsets; one of
+  // an odd size (its last block padded) goes through the window.
+  std::vector<uint8_t> raw(6 << 20);
+  std::mt19937 rng(7);
+  for (size_t i = 0; i < raw.size(); ++i) raw[i] = i >= (2 << 20) && i < (3 << 20) ? 0 : static_cast<uint8_t>(rng());
+  Write("r.img", raw);
+  auto raw_plan = PlanImage({dir_ / "r.img"});
+  ASSERT_TRUE(raw_plan.ok() && *raw_plan);
+  EXPECT_FALSE((*raw_plan)->payload_in_file.empty());
+  {
+    Cursor c(Feed::Start({dir_ / "r.img"}, *raw_plan, o, 1), 0);
+    Reader r = ReadAll(c, 1 << 20, 0us, nullptr, true);
+    EXPECT_TRUE(r.status.ok()) << r.status.ToString();
+    EXPECT_GE(r.file_sends, 5u);
+    EXPECT_EQ(r.disk, raw);
+  }
+  raw.resize(raw.size() - 100);
+  Write("odd.img", raw);
+  auto odd_plan = PlanImage({dir_ / "odd.img"});
+  ASSERT_TRUE(odd_plan.ok() && *odd_plan);
+  EXPECT_TRUE((*odd_plan)->payload_in_file.empty());
   std::this_thread::sleep_for(20ms);  // a time of change that differs
   Write("s.simg", b.Build());
   Cursor c(Feed::Start(spec, *plan, o, 1), 0);

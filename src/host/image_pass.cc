@@ -22,7 +22,12 @@ class PlanOut : public RecordOut {
   Status OnPayload(std::span<const uint8_t>) override { return Internal("payload in a planning pass"); }
   Status OnRecord(const Record& r) override {
     plan_->records.push_back(r);
-    if (r.type == sparse::kChunkRaw) plan_->payload_bytes += uint64_t{r.blocks} * plan_->shape.blk_sz;
+    if (r.type != sparse::kChunkRaw) return Status::Ok();
+    const uint64_t blk = plan_->shape.blk_sz, n = uint64_t{r.blocks} * blk;
+    plan_->payload_bytes += n;
+    // Raw content (a raw file, with or without a bmap): a block's bytes are
+    // the file's at the block's own offset.
+    if (!plan_->shape.sparse_input) OnPayloadInFile(r.payload, r.block * blk, n);
     return Status::Ok();
   }
   void OnPayloadInFile(uint64_t payload, uint64_t file, uint64_t n) override {
@@ -41,7 +46,9 @@ class PlanOut : public RecordOut {
       if (e.payload != covered) return false;
       covered += e.size;
     }
-    return !crc_ && covered == plan_->payload_bytes;
+    // A raw file of an odd size: its last block is padded, past the file.
+    bool padded = !plan_->shape.sparse_input && plan_->shape.bytes % plan_->shape.blk_sz != 0;
+    return !crc_ && !padded && covered == plan_->payload_bytes;
   }
 
  private:

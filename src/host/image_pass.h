@@ -56,10 +56,11 @@ struct ImagePlan {
   std::vector<Record> records;
   uint64_t payload_bytes = 0;
   input::ImageForm form;
-  // A sparse file without CRC32 chunks: where each payload byte lies in
-  // the file (in payload order, covering it all), so that a device reads
-  // it from the file itself (sent by the kernel, no copy in the window).
-  // Empty otherwise.
+  // A sparse file without CRC32 chunks, or a raw file whose size is a
+  // multiple of the block size: where each payload byte lies in the file
+  // (in payload order, covering it all), so that a device reads it from the
+  // file itself (sent by the kernel, no copy in the window). Empty
+  // otherwise.
   std::vector<FileExtent> payload_in_file;
   FileStamp stamp;
 };

@@ -15,6 +15,7 @@
 #include <charconv>
 #include <cstring>
 #include <memory>
+#include <vector>
 
 #include "base/fd_io.h"
 
@@ -279,6 +280,21 @@ class SigpipeBlock {
   bool raised_ = false;
 };
 
+// A file that sendfile(2) cannot read (a file system without splice):
+// read and sent through a buffer.
+Status SendFileByCopy(int fd, int file, uint64_t offset, uint64_t n) {
+  std::vector<uint8_t> buf(static_cast<size_t>(std::min<uint64_t>(n, 1 << 20)));
+  while (n > 0) {
+    auto piece = std::span(buf).first(static_cast<size_t>(std::min<uint64_t>(n, buf.size())));
+    FP_ASSIGN_OR_RETURN(size_t got, PreadUpTo(file, piece, offset, "the file"));
+    if (got == 0) return Corrupt(fmt::format("the file ends at byte {}, {} bytes short", offset, n));
+    FP_RETURN_IF_ERROR(SendAll(fd, piece.first(got)));
+    offset += got;
+    n -= got;
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Status SendFileRange(int fd, int file, uint64_t offset, uint64_t n) {
@@ -288,6 +304,7 @@ Status SendFileRange(int fd, int file, uint64_t offset, uint64_t n) {
     auto at = static_cast<off_t>(offset);
     size_t want = static_cast<size_t>(std::min(n, kMaxPiece));
     ssize_t sent = RetryOnEintr([&] { return ::sendfile(fd, file, &at, want); });
+    if (sent < 0 && (errno == EINVAL || errno == ENOSYS)) return SendFileByCopy(fd, file, offset, n);
     if (sent < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return TimedOut("send: the peer took no data");
     if (sent < 0 && errno == EPIPE) block.Raised();
     if (sent < 0) return ErrnoError(fmt::format("sendfile at file byte {}", offset));

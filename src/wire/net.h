@@ -63,7 +63,8 @@ Status SendGather(int fd, std::span<const std::span<const uint8_t>> pieces, bool
 // `n` bytes of `file` from `offset` on, with sendfile(2): from the page
 // cache to the socket without a copy in this process. A file that ends
 // before them is kCorrupt naming the offset; a socket with SO_SNDTIMEO
-// that takes nothing that long gives kTimedOut.
+// that takes nothing that long gives kTimedOut. A file sendfile cannot read
+// (a file system without splice) is read and sent through a buffer.
 Status SendFileRange(int fd, int file, uint64_t offset, uint64_t n);
 // Whether the peer of a connected stream socket has closed or reset it
 // (without waiting).
