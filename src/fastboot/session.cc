@@ -6,6 +6,7 @@
 #include "base/units.h"
 #include "fastboot/hooks.h"
 #include "fastboot/protocol.h"
+#include "fastboot/reason_text.h"
 
 namespace flashpipe::fastboot {
 namespace {
@@ -16,8 +17,9 @@ using Clock = std::chrono::steady_clock;
 // counted and dropped.
 constexpr size_t kOemOutputLimit = 4096;
 
+// Short enough that "flashing unlock_critical: ..." fits a FAIL whole.
 Status Locked(std::string_view what) {
-  return InvalidArgument(fmt::format("{}: device is locked (fastboot flashing unlock)", what));
+  return InvalidArgument(fmt::format("{}: locked (fastboot flashing unlock)", what));
 }
 
 // "boot_a" -> "boot"; "" when the name has no slot suffix.
@@ -161,9 +163,9 @@ Status Session::Reply(const Result<std::string>& result) {
     log::Debug("{}: FAIL {}", transport_->peer(), log::Printable(reason));
   }
   if (reason.size() > kMaxMessage) {
-    for (const auto& piece : SplitForInfo(reason)) FP_RETURN_IF_ERROR(transport_->Send(Info(piece)));
+    for (const auto& line : WrapWords(reason, kMaxMessage)) FP_RETURN_IF_ERROR(transport_->Send(Info(line)));
   }
-  return transport_->Send(Fail(reason));
+  return transport_->Send(Fail(ShortReason(reason, kMaxMessage)));
 }
 
 Status Session::SendInfo(std::string_view message) {
@@ -384,7 +386,11 @@ Result<std::string> Session::DoOem(const std::string& arg) {
   HookLimits limits{.timeout = config.hook_timeout, .output_limit = kOemOutputLimit};
   limits.cancelled = [this] { return !transport_error_.ok() || transport_->ClientGone(); };
   auto to_client = [this](std::string_view line) {
-    for (const auto& piece : SplitForInfo(line)) (void)SendInfo(piece);
+    if (line.size() <= kMaxMessage) {
+      (void)SendInfo(line);  // as the command wrote it, spaces and all
+      return;
+    }
+    for (const auto& piece : WrapWords(line, kMaxMessage)) (void)SendInfo(piece);
   };
   FP_ASSIGN_OR_RETURN(HookResult r, RunHook(oem->command, oem->name, args, limits, to_client));
   if (r.cancelled && transport_error_.ok()) {
