@@ -36,6 +36,7 @@ struct ServeOptions {
   std::string storage;
   std::vector<std::string> partitions;
   std::string tcp, udp;
+  bool no_tcp = false;
   bool usb = false;
   std::string usb_ffs, usb_id = "18d1:4ee0", udc;
   std::string max_download = "256M";
@@ -54,7 +55,13 @@ struct ServeOptions {
   bool verbose = false;
   DeviceConfig device;
   WriteOptions write;
+  std::vector<PartitionSpec> specs;  // --partition, parsed
+  std::pair<uint16_t, uint16_t> usb_vid_pid;
 };
+
+// The loopback address keeps the security note true: a bare port is never
+// reachable from another host.
+constexpr std::string_view kDefaultTcp = "127.0.0.1:5554";
 
 // Next to the storage, except for devices: /var/lib/flashpipe/<name>.
 Result<std::string> DefaultStatePath(const std::string& base) {
@@ -66,22 +73,43 @@ Result<std::string> DefaultStatePath(const std::string& base) {
 }
 
 Result<std::unique_ptr<Storage>> OpenStorage(const ServeOptions& o) {
-  if (!o.storage.empty() && !o.partitions.empty()) {
-    return InvalidArgument("use either --storage or --partition, not both");
-  }
   if (!o.storage.empty()) {
     std::vector<std::string> warnings;
     auto s = Storage::OpenGpt(o.storage, o.write, &warnings);
     for (const auto& w : warnings) log::Warn("{}", w);
     return s;
   }
-  if (o.partitions.empty()) return InvalidArgument("no storage: give --storage DISK or --partition NAME=PATH");
-  std::vector<PartitionSpec> specs;
-  for (const auto& text : o.partitions) {
-    FP_ASSIGN_OR_RETURN(PartitionSpec spec, ParsePartitionSpec(text));
-    specs.push_back(std::move(spec));
+  return Storage::OpenSpecs(o.specs, o.write);
+}
+
+// "5554" means loopback port 5554; anything else must parse as ADDR:PORT.
+Status CheckAddress(std::string* text, const char* flag) {
+  if (!text->empty() && text->find_first_not_of("0123456789") == std::string::npos) {
+    *text = "127.0.0.1:" + *text;
   }
-  return Storage::OpenSpecs(specs, o.write);
+  socklen_t len = 0;
+  return ParseHostPort(*text, &len).status().WithContext(flag);
+}
+
+// --partition: NAME=PATH[:OFFSET:SIZE]. A path with ':' that does not exist
+// is more likely a range that did not parse than a file name.
+Status CheckPartitions(ServeOptions* o) {
+  if (!o->storage.empty() && !o->partitions.empty()) {
+    return InvalidArgument("use either --storage or --partition, not both");
+  }
+  if (o->storage.empty() && o->partitions.empty()) {
+    return InvalidArgument("no storage: give --storage DISK or --partition NAME=PATH");
+  }
+  for (const auto& text : o->partitions) {
+    FP_ASSIGN_OR_RETURN(PartitionSpec spec, ParsePartitionSpec(text));
+    struct stat st{};
+    if (!spec.ranged && spec.path.find(':') != std::string::npos && ::stat(spec.path.c_str(), &st) != 0) {
+      return InvalidArgument(fmt::format("--partition '{}': no file '{}'; expected {}", text, spec.path,
+                                         kPartitionSyntax));
+    }
+    o->specs.push_back(std::move(spec));
+  }
+  return Status::Ok();
 }
 
 // --write-model, or one of its older spellings.
@@ -94,7 +122,10 @@ Result<io::WriteModel> WriteModelOf(const ServeOptions& o) {
   return io::ParseWriteModel(o.write_model.empty() ? "pipelined" : o.write_model);
 }
 
-Status ParseConfig(ServeOptions* o) {
+// Everything the flags say, checked before any file or device is touched:
+// a mistake here exits 2 (the systemd unit does not restart on 2).
+Status CheckOptions(ServeOptions* o) {
+  FP_RETURN_IF_ERROR(CheckPartitions(o));
   FP_ASSIGN_OR_RETURN(uint64_t mds, ParseSize(o->max_download));
   if (mds < 4096 || mds > 0xFFFFF000u) {
     return InvalidArgument(fmt::format("--max-download-size {} outside [4096, 0xfffff000]", mds));
@@ -114,7 +145,14 @@ Status ParseConfig(ServeOptions* o) {
   FP_ASSIGN_OR_RETURN(o->device.limits.min_download_rate, ParseSize(o->min_download_rate));
   o->device.limits.rate_window = std::chrono::seconds(o->rate_window_s);
   if (!o->usb_ffs.empty()) o->usb = true;
-  if (o->tcp.empty() && o->udp.empty() && !o->usb) o->tcp = "127.0.0.1:5554";
+  if (o->no_tcp && !o->tcp.empty()) return InvalidArgument("--no-tcp and --tcp exclude each other");
+  if (!o->no_tcp && o->tcp.empty()) o->tcp = kDefaultTcp;
+  if (!o->tcp.empty()) FP_RETURN_IF_ERROR(CheckAddress(&o->tcp, "--tcp"));
+  if (!o->udp.empty()) FP_RETURN_IF_ERROR(CheckAddress(&o->udp, "--udp"));
+  if (o->tcp.empty() && o->udp.empty() && !o->usb) return InvalidArgument("--no-tcp: give --udp or --usb");
+  if (o->usb) {
+    FP_ASSIGN_OR_RETURN(o->usb_vid_pid, ParseUsbId(o->usb_id));
+  }
   if (o->device.serialno.empty()) o->device.serialno = DefaultSerialNumber();
   return Status::Ok();
 }
@@ -136,16 +174,14 @@ Result<PersistentState> OpenState(const std::string& path, const ServeOptions& o
 }
 
 Result<std::unique_ptr<UsbFastboot>> StartUsb(const ServeOptions& o, FastbootDevice* device) {
-  FP_ASSIGN_OR_RETURN(auto id, ParseUsbId(o.usb_id));
   UsbServeConfig config{.ffs_dir = o.usb_ffs};
-  config.gadget = {.vendor_id = id.first, .product_id = id.second, .serial = o.device.serialno,
+  config.gadget = {.vendor_id = o.usb_vid_pid.first, .product_id = o.usb_vid_pid.second, .serial = o.device.serialno,
                    .product = o.device.product, .udc = o.udc};
   return UsbFastboot::Start(device, config);
 }
 
 Status Serve(ServeOptions o) {
   log::Init("serve", o.verbose);
-  FP_RETURN_IF_ERROR(ParseConfig(&o));
   // Every flash builds a writer whose buffer pool (tens of MiB) is freed at
   // the end: keep those pages in the heap instead of unmapping them, so the
   // next flash does not fault and zero them again (costly on VMs).
@@ -154,7 +190,7 @@ Status Serve(ServeOptions o) {
   FP_ASSIGN_OR_RETURN(auto storage, OpenStorage(o));
   std::string state_path = o.state;
   if (state_path.empty()) {
-    FP_ASSIGN_OR_RETURN(state_path, DefaultStatePath(o.storage.empty() ? ParsePartitionSpec(o.partitions[0])->path : o.storage));
+    FP_ASSIGN_OR_RETURN(state_path, DefaultStatePath(o.storage.empty() ? o.specs[0].path : o.storage));
   }
   FP_ASSIGN_OR_RETURN(PersistentState state, OpenState(state_path, o));
   PrintPartitions(*storage);
@@ -208,9 +244,13 @@ int RunServe(int argc, char** argv) {
                "over TCP, UDP and USB", CommandName(argv[0])};
   ServeOptions o;
   app.add_option("--storage", o.storage, "block device or disk image with a GPT");
-  app.add_option("--partition", o.partitions, "NAME=PATH[:OFFSET:SIZE], repeatable (A/B: NAME_a, NAME_b)");
-  app.add_option("--tcp", o.tcp, "listen for TCP clients on ADDR:PORT (default 127.0.0.1:5554)");
-  app.add_option("--udp", o.udp, "listen for UDP clients on ADDR:PORT");
+  app.add_option("--partition", o.partitions,
+                 std::string(kPartitionSyntax) + ", repeatable (A/B: NAME_a, NAME_b)");
+  app.add_option("--tcp", o.tcp,
+                 "listen for TCP clients on ADDR:PORT, or PORT on loopback (default 127.0.0.1:5554; 0.0.0.0:5554 "
+                 "for every address). TCP listens unless --no-tcp, also with --udp or --usb");
+  app.add_flag("--no-tcp", o.no_tcp, "do not listen for TCP clients (then give --udp or --usb)");
+  app.add_option("--udp", o.udp, "listen for UDP clients on ADDR:PORT, or PORT on loopback");
   app.add_flag("--usb", o.usb, "be a USB fastboot device: a gadget made through configfs (needs libcomposite, "
                "usb_f_fs and a UDC), removed on exit");
   app.add_option("--usb-ffs", o.usb_ffs, "DIR: serve USB on this mounted FunctionFS instance instead (a gadget "
@@ -282,6 +322,7 @@ int RunServe(int argc, char** argv) {
   auto model = WriteModelOf(o);
   if (!model.ok()) return UsageError(app, model.status());
   o.write.model = *model;
+  if (Status st = CheckOptions(&o); !st.ok()) return UsageError(app, st);
   return ExitWith("serve", Serve(std::move(o)));
 }
 

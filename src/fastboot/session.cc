@@ -333,7 +333,14 @@ Result<std::string> Session::DoFlashing(const std::string& arg) {
       log::Warn("flashing {}: {}", op.arg, st.ToString());
       return st.WithContext(fmt::format("flashing {}", op.arg));
     }
-    log::Info("{}: flashing {}: {}", transport_->peer(), op.arg, device_->state().Describe());
+    const PersistentState& state = device_->state();
+    log::Info("{}: flashing {}: {}", transport_->peer(), op.arg, state.Describe());
+    // The client prints it as "(bootloader) device now locked, ...".
+    if (!SendInfo(fmt::format("device now {}, critical partitions {}", state.locked() ? "locked" : "unlocked",
+                              state.critical_locked() ? "locked" : "unlocked"))
+             .ok()) {
+      return transport_error_;
+    }
     return std::string();
   }
   if (arg == "get_unlock_ability") {

@@ -80,30 +80,29 @@ io::Device Storage::DeviceOf(const Backing& b, const Partition& p) {
 }
 
 Result<PartitionSpec> ParsePartitionSpec(std::string_view text) {
+  auto bad = [&](std::string_view why) {
+    return InvalidArgument(fmt::format("--partition '{}': {}; expected {}", text, why, kPartitionSyntax));
+  };
   size_t eq = text.find('=');
-  if (eq == std::string_view::npos) {
-    return InvalidArgument(fmt::format("partition '{}': expected NAME=PATH[:OFFSET:SIZE]", text));
-  }
+  if (eq == std::string_view::npos) return bad("no '='");
   PartitionSpec spec;
   spec.name = std::string(text.substr(0, eq));
   std::string_view rest = text.substr(eq + 1);
-  if (!IsValidName(spec.name)) {
-    return InvalidArgument(fmt::format("partition '{}': bad name (1-36 printable, no ':' '=')", spec.name));
-  }
+  if (!IsValidName(spec.name)) return bad("NAME must be 1-36 printable characters without ':' or '='");
   size_t c2 = rest.rfind(':');
   size_t c1 = c2 == std::string_view::npos || c2 == 0 ? std::string_view::npos : rest.rfind(':', c2 - 1);
   if (c1 != std::string_view::npos) {
     auto off = ParseSize(rest.substr(c1 + 1, c2 - c1 - 1));
     auto size = ParseSize(rest.substr(c2 + 1));
     if (off.ok() && size.ok()) {
-      if (*size == 0) return InvalidArgument(fmt::format("partition '{}': size 0", spec.name));
+      if (*size == 0) return bad("SIZE is 0");
       spec.offset = *off;
       spec.size = *size;
       spec.ranged = true;
       rest = rest.substr(0, c1);
     }
   }
-  if (rest.empty()) return InvalidArgument(fmt::format("partition '{}': empty path", spec.name));
+  if (rest.empty()) return bad("empty PATH");
   spec.path = std::string(rest);
   return spec;
 }

@@ -40,6 +40,7 @@ struct Partition {
 };
 
 // NAME=PATH or NAME=PATH:OFFSET:SIZE (sizes as ParseSize takes them).
+inline constexpr std::string_view kPartitionSyntax = "NAME=PATH[:OFFSET:SIZE] (OFFSET, SIZE: bytes, K/M/G suffixes)";
 struct PartitionSpec {
   std::string name;
   std::string path;
@@ -47,6 +48,7 @@ struct PartitionSpec {
   uint64_t size = 0;  // 0 with !ranged: the whole file or device
   bool ranged = false;
 };
+// Every error names the text and ends with kPartitionSyntax.
 Result<PartitionSpec> ParsePartitionSpec(std::string_view text);
 
 struct WriteOptions {
