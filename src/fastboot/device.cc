@@ -20,6 +20,13 @@ Status WriteBehindError(std::string_view what, const Status& st) {
   return Status(st.code(), fmt::format("write-behind to {} failed ({}): {}", what, cause, st.message()));
 }
 
+// "64.0 MiB in 0.52 s, 123 MiB/s": the one line each flash and erase logs.
+std::string Took(uint64_t bytes, std::chrono::steady_clock::duration d) {
+  double s = std::chrono::duration<double>(d).count();
+  uint64_t rate = s > 0 ? static_cast<uint64_t>(static_cast<double>(bytes) / s) : 0;
+  return fmt::format("{} in {:.2f} s, {}/s", FormatBytes(bytes), s, FormatBytes(rate));
+}
+
 std::string Names(const std::vector<Partition>& parts) {
   std::string out;
   for (const auto& p : parts) out += fmt::format("{}'{}'", out.empty() ? "" : ", ", p.name);
@@ -146,7 +153,13 @@ Status FastbootDevice::Flash(const Partition& p, const ProgressFn& progress, boo
     return NoSpace(fmt::format("image of {} bytes > partition '{}' of {} bytes", check.image_size(),
                                p.name, p.size));
   }
-  if (!config_.write_behind) return storage_->Write(p, landing_.pieces(), check.sparse(), progress);
+  if (!config_.write_behind) {
+    auto start = std::chrono::steady_clock::now();
+    FP_RETURN_IF_ERROR(storage_->Write(p, landing_.pieces(), check.sparse(), progress));
+    log::Info("flash '{}': {} image, {}", p.name, check.sparse() ? "sparse" : "raw",
+              Took(landing_.received(), std::chrono::steady_clock::now() - start));
+    return Status::Ok();
+  }
   {
     std::unique_lock lock(job_mu_);
     ++flash_waiting_;
@@ -156,11 +169,18 @@ Status FastbootDevice::Flash(const Partition& p, const ProgressFn& progress, boo
       job_cv_.notify_all();  // the worker may sync now
       return st;
     }
-    job_ = Job{p, landing_.pieces(), check.sparse()};
+    job_ = Job{p, landing_.pieces(), check.sparse(), landing_.received()};
     job_buffer_ = download_buffer_;
   }
   job_cv_.notify_all();
   *queued = true;
+  return Status::Ok();
+}
+
+Status FastbootDevice::Erase(const Partition& p) {
+  auto start = std::chrono::steady_clock::now();
+  FP_RETURN_IF_ERROR(storage_->Erase(p));
+  log::Info("erase '{}': {}", p.name, Took(p.size, std::chrono::steady_clock::now() - start));
   return Status::Ok();
 }
 
@@ -189,9 +209,11 @@ void FastbootDevice::WorkerLoop() {
       Job job = *job_;
       lock.unlock();
       log::Debug("write-behind to '{}' starts", job.partition.name);
+      auto start = std::chrono::steady_clock::now();
       Status st = storage_->Write(job.partition, job.pieces, job.sparse, nullptr, /*sync=*/false);
       if (st.ok()) {
-        log::Debug("write-behind to '{}' written, not yet synced", job.partition.name);
+        log::Info("flash '{}': {} image, {} (write-behind, synced later)", job.partition.name,
+                  job.sparse ? "sparse" : "raw", Took(job.bytes, std::chrono::steady_clock::now() - start));
       } else {
         log::Warn("write-behind to '{}': write failed: {}", job.partition.name, st.ToString());
       }

@@ -107,8 +107,11 @@ class FastbootDevice {
   void ForgetDownload() { image_ready_ = false; }
 
   // Validates the last download for `p` and writes it (or queues it).
-  // *queued tells whether the write goes on in the background.
+  // *queued tells whether the write goes on in the background. Each flash
+  // and erase logs one line: partition, bytes, seconds, rate.
   Status Flash(const Partition& p, const ProgressFn& progress, bool* queued);
+  // Makes the partition read back as zeros (Storage::Erase), and logs it.
+  Status Erase(const Partition& p);
   // Waits for a write-behind flash and its sync; returns its error once.
   // Thread-safe.
   Status WaitWrites();
@@ -120,6 +123,7 @@ class FastbootDevice {
     Partition partition;
     std::vector<std::span<const uint8_t>> pieces;
     bool sparse = false;
+    uint64_t bytes = 0;  // as downloaded
   };
   void WorkerLoop();
   Status SyncWritten(const std::vector<Partition>& parts);

@@ -298,7 +298,7 @@ Result<std::string> Session::DoFlash(const std::string& arg) {
 
 Result<std::string> Session::DoErase(const std::string& arg) {
   FP_ASSIGN_OR_RETURN(const Partition* p, ResolveWritable(arg));
-  FP_RETURN_IF_ERROR(device_->storage().Erase(*p));
+  FP_RETURN_IF_ERROR(device_->Erase(*p));
   return std::string();
 }
 

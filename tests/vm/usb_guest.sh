@@ -91,7 +91,7 @@ pass "flash of a sparse ext4 image"
 python3 usb_wire.py garbage $S1 || die "bad input over usb"
 
 # A second gadget on the second UDC; both flashed at once.
-./flashpipe serve --usb --udc dummy_udc.1 --serialno $S2 --storage disk2.img --state state2 \
+./flashpipe serve --usb --no-tcp --udc dummy_udc.1 --serialno $S2 --storage disk2.img --state state2 \
   --max-download-size 8M >d2.out 2>d2.log &
 pids+=($!)
 wait_for 30 grep -q "serving usb" d2.out || die "daemon 2 did not start: $(cat d2.log)"
