@@ -42,6 +42,7 @@ struct ServeOptions {
   std::string max_download = "256M";
   std::string state;
   std::vector<std::string> oem, oem_safe;
+  std::vector<std::string> partition_types;
   std::string initial_lock = "unlocked";
   unsigned oem_timeout_s = 60;
   unsigned session_timeout_s = 3600;
@@ -139,6 +140,10 @@ Status CheckOptions(ServeOptions* o) {
       }
       o->device.oem.push_back({text.substr(0, eq), text.substr(eq + 1), safe});
     }
+  }
+  for (const auto& text : o->partition_types) {
+    FP_ASSIGN_OR_RETURN(PartitionTypeSetting setting, ParsePartitionTypeSetting(text));
+    o->device.partition_types.push_back(std::move(setting));
   }
   o->device.hook_timeout = std::chrono::seconds(o->oem_timeout_s);
   o->device.limits.session_timeout = std::chrono::seconds(o->session_timeout_s);
@@ -246,6 +251,11 @@ int RunServe(int argc, char** argv) {
   app.add_option("--storage", o.storage, "block device or disk image with a GPT");
   app.add_option("--partition", o.partitions,
                  std::string(kPartitionSyntax) + ", repeatable (A/B: NAME_a, NAME_b)");
+  app.add_option("--partition-type", o.partition_types,
+                 "NAME=ext4|f2fs|raw, repeatable: what 'getvar partition-type:NAME' says (NAME_a and NAME_b too), "
+                 "so that 'fastboot -w' and 'fastboot format' format it even when erased. Without it: ext4 for a GPT "
+                 "type of Linux filesystem or Android data/cache/metadata (f2fs when it holds f2fs), else what "
+                 "libblkid finds there (raw for nothing)");
   app.add_option("--tcp", o.tcp,
                  "listen for TCP clients on ADDR:PORT, or PORT on loopback (default 127.0.0.1:5554; 0.0.0.0:5554 "
                  "for every address). TCP listens unless --no-tcp, also with --udp or --usb");

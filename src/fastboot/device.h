@@ -26,6 +26,7 @@
 #include "base/status.h"
 #include "fastboot/deadlines.h"
 #include "fastboot/download.h"
+#include "fastboot/partition_type.h"
 #include "fastboot/state.h"
 #include "fastboot/storage.h"
 
@@ -56,6 +57,9 @@ struct DeviceConfig {
   // and erase refuse while the critical lock is on (flashing lock_critical,
   // the default; flashing unlock_critical lifts it).
   std::vector<std::string> critical;
+  // --partition-type NAME=ext4|f2fs|raw: what getvar partition-type says
+  // (partition_type.h), whatever the partition holds now.
+  std::vector<PartitionTypeSetting> partition_types;
   bool write_behind = false;
   // Fault the download buffer(s) in on a background thread at start: the
   // daemon then holds max_download_size (x2 with write_behind) from the

@@ -459,7 +459,8 @@ Result<std::string> Session::VarPartitionSize(std::string_view partition) {
 }
 Result<std::string> Session::VarPartitionType(std::string_view partition) {
   FP_ASSIGN_OR_RETURN(const Partition* p, Resolve(std::string(partition)));
-  return device_->storage().ProbeType(*p);
+  return ChoosePartitionType(p->name, p->type_guid, device_->config().partition_types,
+                             [&] { return device_->storage().ProbeType(*p); });
 }
 Result<std::string> Session::VarHasSlot(std::string_view partition) {
   std::string name(partition);

@@ -104,6 +104,23 @@ TEST_F(SessionTest, GetvarEachVariable) {
   EXPECT_EQ(One("getvar:erase-block-size"), "OKAY0x1000");
 }
 
+// The client formats (fastboot -w, format) only what partition-type calls
+// ext4 or f2fs: configuration and the GPT type decide, not the content.
+TEST_F(SessionTest, PartitionTypeFromConfigurationAndGptType) {
+  // Android data: DC76DDA9-5AC1-491C-AF42-A82591580C0D, as stored on disk.
+  parts_.push_back({"userdata", 0, 6 * kMiB, kMiB,
+                    {0xA9, 0xDD, 0x76, 0xDC, 0xC1, 0x5A, 0x1C, 0x49, 0xAF, 0x42, 0xA8, 0x25, 0x91, 0x58, 0x0C, 0x0D}});
+  io::Geometry g{.size = mem_.disk().size(), .logical_block = 512, .physical_block = 4096,
+                 .mem_align = 512, .offset_align = 512, .max_request = kMiB, .direct = false};
+  DeviceConfig config{.max_download_size = 2 * kMiB};
+  config.partition_types = {{"boot", "f2fs"}, {"system", "ext4"}};
+  device_ = std::make_unique<FastbootDevice>(config, Storage::ForQueue(&mem_, g, parts_), PersistentState::InMemory());
+  EXPECT_EQ(One("getvar:partition-type:userdata"), "OKAYext4");  // holds nothing: its GPT type says
+  EXPECT_EQ(One("getvar:partition-type:system"), "OKAYext4");    // configured
+  EXPECT_EQ(One("getvar:partition-type:boot_b"), "OKAYf2fs");    // configured by base name
+  EXPECT_EQ(One("getvar:partition-type:misc"), "OKAYraw");       // neither: the content (nothing)
+}
+
 TEST_F(SessionTest, GetvarFailures) {
   EXPECT_EQ(One("getvar:nonsense"), "FAILunknown variable 'nonsense'");
   EXPECT_EQ(One("getvar:partition-size:nope"), "FAILpartition 'nope' not found");

@@ -148,7 +148,7 @@ Result<std::unique_ptr<Storage>> Storage::OpenGpt(const std::string& path, const
   for (const auto& w : table->warnings) warnings->push_back(path + ": " + w);
   for (const auto& e : table->partitions) {
     Partition p{e.name, 0, e.first_lba * table->sector_size,
-                (e.last_lba - e.first_lba + 1) * table->sector_size};
+                (e.last_lba - e.first_lba + 1) * table->sector_size, e.type_guid};
     if (!IsValidName(p.name)) {
       warnings->push_back(
           fmt::format("{}: GPT entry {} name '{}' not usable, skipped", path, e.index, log::Printable(p.name, 80)));

@@ -15,6 +15,7 @@
 // Thread-compatible: one Write/Erase at a time.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -37,6 +38,7 @@ struct Partition {
   size_t backing = 0;   // which opened path
   uint64_t offset = 0;  // absolute byte offset in that path
   uint64_t size = 0;
+  std::array<uint8_t, 16> type_guid{};  // from the GPT; zeros for --partition
 };
 
 // NAME=PATH or NAME=PATH:OFFSET:SIZE (sizes as ParseSize takes them).
