@@ -49,7 +49,7 @@ std::unique_ptr<FastbootDevice> MakeDevice(testing::MemQueue* mem) {
 
 void TakeResponses(testing::FakeEndpoints& bus) {
   while (auto r = bus.HostTake(2ms)) {
-    if (r->size() > kMaxResponse) std::abort();
+    if (r->size() > wire::kMaxResponse) std::abort();
   }
 }
 

@@ -27,9 +27,9 @@
 #include <vector>
 
 #include "base/status.h"
-#include "fastboot/protocol.h"
 #include "fastboot/transport.h"
 #include "io/io_queue.h"
+#include "wire/protocol.h"
 
 namespace flashpipe::testing {
 
@@ -177,7 +177,7 @@ class ScriptedTransport final : public fastboot::StreamTransport {
     return n;
   }
   Status Send(std::string_view message) override {
-    if (message.size() > fastboot::kMaxResponse) std::abort();  // the contract
+    if (message.size() > wire::kMaxResponse) std::abort();  // the contract
     sent_.emplace_back(message);
     return Status::Ok();
   }

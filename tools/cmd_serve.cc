@@ -19,11 +19,11 @@
 #include "base/log.h"
 #include "base/units.h"
 #include "fastboot/device.h"
-#include "fastboot/net.h"
 #include "fastboot/storage.h"
 #include "fastboot/tcp.h"
 #include "fastboot/udp.h"
 #include "fastboot/usb_fastboot.h"
+#include "wire/net.h"
 #include "tools/commands.h"
 #include "tools/flags.h"
 
@@ -89,7 +89,7 @@ Status CheckAddress(std::string* text, const char* flag) {
     *text = "127.0.0.1:" + *text;
   }
   socklen_t len = 0;
-  return ParseHostPort(*text, &len).status().WithContext(flag);
+  return wire::ParseHostPort(*text, &len).status().WithContext(flag);
 }
 
 // --partition: NAME=PATH[:OFFSET:SIZE]. A path with ':' that does not exist

@@ -12,7 +12,7 @@
 //   FP_ASSIGN_OR_RETURN(size_t got, ReadUpTo(fd, buf, "stdin"));   // < size only at EOF
 //   int r = RetryOnEintr([&] { return ::waitpid(pid, &st, 0); });
 //
-// Sockets with deadlines (fastboot/net.h) have their own helpers; ByteReader
+// Sockets with deadlines (wire/net.h) have their own helpers; ByteReader
 // streams (input/byte_reader.h) have the member ByteReader::ReadUpTo.
 #pragma once
 

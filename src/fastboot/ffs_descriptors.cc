@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "base/endian.h"
+#include "wire/usb.h"
 
 namespace flashpipe::fastboot::ffs {
 namespace {
@@ -48,9 +49,9 @@ void Interface(Bytes& b) {
   b.U8(0);  // bInterfaceNumber
   b.U8(0);  // bAlternateSetting
   b.U8(2);  // bNumEndpoints
-  b.U8(kInterfaceClass);
-  b.U8(kInterfaceSubclass);
-  b.U8(kInterfaceProtocol);
+  b.U8(wire::usb::kInterfaceClass);
+  b.U8(wire::usb::kInterfaceSubclass);
+  b.U8(wire::usb::kInterfaceProtocol);
   b.U8(1);  // iInterface: the first string, "fastboot"
 }
 

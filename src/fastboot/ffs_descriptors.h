@@ -25,9 +25,6 @@
 
 namespace flashpipe::fastboot::ffs {
 
-inline constexpr uint8_t kInterfaceClass = 0xff;
-inline constexpr uint8_t kInterfaceSubclass = 0x42;
-inline constexpr uint8_t kInterfaceProtocol = 0x03;
 inline constexpr uint8_t kEndpointOut = 0x01;
 inline constexpr uint8_t kEndpointIn = 0x82;
 inline constexpr size_t kEventSize = 12;

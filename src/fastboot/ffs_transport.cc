@@ -5,7 +5,8 @@
 #include <cstring>
 
 #include "base/log.h"
-#include "fastboot/protocol.h"
+#include "wire/protocol.h"
+#include "wire/usb.h"
 
 namespace flashpipe::fastboot {
 namespace {
@@ -160,7 +161,7 @@ void UsbTransport::CommandArrived(const Request& read, int64_t result) {
     return;
   }
   if (result == 0) return;  // a zero-length packet: no command
-  if (full && read.len > kMaxCommand) {
+  if (full && read.len > wire::kMaxCommand) {
     command_ = InvalidArgument(fmt::format("usb: transfer of more than {} bytes is not a command", read.len));
     skipping_ = true;
     skip_seen_ = Clock::now();
@@ -181,7 +182,7 @@ Status UsbTransport::WaitCommand() {
       if (interrupt_) break;
     }
     if (command_tag_ == 0) {
-      size_t len = std::max<size_t>(mps_, kMaxCommand);
+      size_t len = std::max<size_t>(mps_, wire::kMaxCommand);
       st = SubmitRead(Kind::kCommand, command_buf_.data(), std::min(len, command_buf_.size()), &command_tag_);
       if (!st.ok()) break;
     }
@@ -208,7 +209,7 @@ Result<std::string> UsbTransport::ReadCommand(size_t max_size) {
 
 Status UsbTransport::Send(std::string_view message) {
   FP_RETURN_IF_ERROR(CheckHost());
-  message = message.substr(0, kMaxResponse);
+  message = message.substr(0, wire::usb::kMaxResponse);
   while (Queued(Kind::kWrite) + 2 > options_.max_writes) FP_RETURN_IF_ERROR(Pump(kPollStep));
   uint64_t tag;
   FP_RETURN_IF_ERROR(SubmitWrite(message, &tag));

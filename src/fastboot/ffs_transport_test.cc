@@ -13,10 +13,10 @@
 #include <thread>
 
 #include "fastboot/download.h"
-#include "fastboot/protocol.h"
 #include "sparse/decoder.h"
 #include "testing/fake_ffs.h"
 #include "testing/sparse_builder.h"
+#include "wire/protocol.h"
 
 namespace flashpipe::fastboot {
 namespace {
@@ -95,19 +95,19 @@ class UsbTransportTest : public ::testing::Test {
 TEST_F(UsbTransportTest, CommandsAndResponsesAtHighSpeed) {
   Make(512);
   fake_->HostSend("getvar:version");
-  EXPECT_EQ(*t_->ReadCommand(kMaxCommand), "getvar:version");
+  EXPECT_EQ(*t_->ReadCommand(wire::kMaxCommand), "getvar:version");
   ASSERT_TRUE(t_->Send("OKAY0.4").ok());
   EXPECT_EQ(fake_->HostTakeUntilFinal(), std::vector<std::string>{"OKAY0.4"});  // no zero-length packet
   EXPECT_EQ(fake_->read_sizes(), std::vector<size_t>{512});  // one packet per command read
   ASSERT_TRUE(t_->Send(std::string(100, 'I')).ok());
-  EXPECT_EQ(fake_->HostTake()->size(), kMaxResponse);
+  EXPECT_EQ(fake_->HostTake()->size(), wire::kMaxResponse);
 }
 
 TEST_F(UsbTransportTest, FullSpeedCommandFillsAPacketAndFullResponsesEndWithZlp) {
   Make(64);
   std::string command = "flash:" + std::string(58, 'p');  // exactly one 64-byte packet
   fake_->HostSend(command);
-  EXPECT_EQ(*t_->ReadCommand(kMaxCommand), command);
+  EXPECT_EQ(*t_->ReadCommand(wire::kMaxCommand), command);
   std::string response = "OKAY" + std::string(60, 'x');
   ASSERT_TRUE(t_->Send(response).ok());
   EXPECT_EQ(*fake_->HostTake(), response);
@@ -120,30 +120,30 @@ TEST_F(UsbTransportTest, FullSpeedCommandFillsAPacketAndFullResponsesEndWithZlp)
 TEST_F(UsbTransportTest, OverlongTransferIsOneFailThenCommandsGoOn) {
   Make(512);
   fake_->HostSend(std::string(1000, 'x'));  // 512 + 488
-  EXPECT_EQ(t_->ReadCommand(kMaxCommand).status().message(), "usb: transfer of more than 512 bytes is not a command");
-  ASSERT_TRUE(t_->Send(Fail("bad")).ok());
+  EXPECT_EQ(t_->ReadCommand(wire::kMaxCommand).status().message(), "usb: transfer of more than 512 bytes is not a command");
+  ASSERT_TRUE(t_->Send(wire::Fail("bad")).ok());
   fake_->HostSend("getvar:a");
-  EXPECT_EQ(*t_->ReadCommand(kMaxCommand), "getvar:a");  // the 488-byte tail was dropped
+  EXPECT_EQ(*t_->ReadCommand(wire::kMaxCommand), "getvar:a");  // the 488-byte tail was dropped
   EXPECT_EQ(fake_->HostTake(), "FAILbad");
 
   // Whole packets and no short one: dropped until the bus is quiet.
   fake_->HostSend(std::string(1024, 'y'));
-  EXPECT_EQ(t_->ReadCommand(kMaxCommand).status().code(), Code::kInvalidArgument);
-  ASSERT_TRUE(t_->Send(Fail("bad")).ok());
+  EXPECT_EQ(t_->ReadCommand(wire::kMaxCommand).status().code(), Code::kInvalidArgument);
+  ASSERT_TRUE(t_->Send(wire::Fail("bad")).ok());
   std::thread host([&] {
     while (fake_->packets_pending() > 0) std::this_thread::sleep_for(1ms);  // the transfer is done
     EXPECT_EQ(fake_->HostTake(), "FAILbad");
     std::this_thread::sleep_for(150ms);
     fake_->HostSend("getvar:b");
   });
-  EXPECT_EQ(*t_->ReadCommand(kMaxCommand), "getvar:b");
+  EXPECT_EQ(*t_->ReadCommand(wire::kMaxCommand), "getvar:b");
   host.join();
 
   fake_->HostSend(std::string(100, 'z'));  // short, but not a command either
-  EXPECT_EQ(t_->ReadCommand(kMaxCommand).status().message(), "command of 100 bytes, max 64");
+  EXPECT_EQ(t_->ReadCommand(wire::kMaxCommand).status().message(), "command of 100 bytes, max 64");
   fake_->HostSend("", true);  // a zero-length packet is no command
   fake_->HostSend("getvar:c");
-  EXPECT_EQ(*t_->ReadCommand(kMaxCommand), "getvar:c");
+  EXPECT_EQ(*t_->ReadCommand(wire::kMaxCommand), "getvar:c");
 }
 
 TEST_F(UsbTransportTest, RawDownloadLandsInPlaceWithReadsInFlight) {
@@ -228,7 +228,7 @@ TEST_F(UsbTransportTest, SilentHostMidDownloadTimesOutAndReadsAreCancelled) {
   ExpectNothingQueued();
   // The next host's command goes to a fresh command read.
   fake_->HostSend("getvar:product");
-  EXPECT_EQ(*t_->ReadCommand(kMaxCommand), "getvar:product");
+  EXPECT_EQ(*t_->ReadCommand(wire::kMaxCommand), "getvar:product");
 }
 
 TEST_F(UsbTransportTest, MoreDataThanAnnouncedFailsTheDownloadNotTheLink) {
@@ -237,16 +237,16 @@ TEST_F(UsbTransportTest, MoreDataThanAnnouncedFailsTheDownloadNotTheLink) {
   fake_->HostSend(std::string(1100, 'd'));  // packets 512, 512 (only 488 fit), 76
   EXPECT_EQ(t_->ReceiveDownload(target.landing).message(), "usb: the host sent more data than announced");
   ExpectNothingQueued();
-  EXPECT_EQ(t_->ReadCommand(kMaxCommand).status().message(), "command of 76 bytes, max 64");
+  EXPECT_EQ(t_->ReadCommand(wire::kMaxCommand).status().message(), "command of 76 bytes, max 64");
   fake_->HostSend("getvar:x");
-  EXPECT_EQ(*t_->ReadCommand(kMaxCommand), "getvar:x");
+  EXPECT_EQ(*t_->ReadCommand(wire::kMaxCommand), "getvar:x");
 }
 
 TEST_F(UsbTransportTest, ResponsesTheHostNeverTakesEndTheSession) {
   Make(512, {.write_timeout = 200ms});
   ASSERT_TRUE(t_->Send("INFOone").ok());
   ASSERT_TRUE(t_->Send("FAILtwo").ok());
-  Status st = t_->ReadCommand(kMaxCommand).status();
+  Status st = t_->ReadCommand(wire::kMaxCommand).status();
   EXPECT_EQ(st.message(), "usb: the host took no response for 200 ms");
   EXPECT_EQ(fake_->cancels(), 2u);  // no stale response for the next host
   t_->Drain();
@@ -257,13 +257,13 @@ TEST_F(UsbTransportTest, InterruptEndsAnIdleWaitAndKeepsLaterCommands) {
   Make(512);
   EXPECT_FALSE(t_->InterruptIfIdle());  // not waiting
   Status st;
-  std::thread session([&] { st = t_->ReadCommand(kMaxCommand).status(); });
+  std::thread session([&] { st = t_->ReadCommand(wire::kMaxCommand).status(); });
   while (!t_->InterruptIfIdle()) std::this_thread::sleep_for(1ms);
   session.join();
   EXPECT_EQ(st.message(), "usb: gave the device to another client");
   EXPECT_FALSE(t_->gone());
   fake_->HostSend("getvar:y");  // into the read still queued
-  EXPECT_EQ(*t_->ReadCommand(kMaxCommand), "getvar:y");
+  EXPECT_EQ(*t_->ReadCommand(wire::kMaxCommand), "getvar:y");
 }
 
 TEST_F(UsbTransportTest, HostGoneFromEp0EndsEveryWait) {
@@ -272,7 +272,7 @@ TEST_F(UsbTransportTest, HostGoneFromEp0EndsEveryWait) {
     while (fake_->reads_queued() == 0) std::this_thread::sleep_for(1ms);
     t_->HostGone();
   });
-  EXPECT_EQ(t_->ReadCommand(kMaxCommand).status().message(), "usb: host gone (disabled)");
+  EXPECT_EQ(t_->ReadCommand(wire::kMaxCommand).status().message(), "usb: host gone (disabled)");
   ep0.join();
   EXPECT_EQ(t_->Send("OKAY").code(), Code::kCancelled);
   t_->Drain();
@@ -280,7 +280,7 @@ TEST_F(UsbTransportTest, HostGoneFromEp0EndsEveryWait) {
   // A new host: Start() clears it.
   ASSERT_TRUE(t_->Start("usb test").ok());
   fake_->HostSend("getvar:z");
-  EXPECT_EQ(*t_->ReadCommand(kMaxCommand), "getvar:z");
+  EXPECT_EQ(*t_->ReadCommand(wire::kMaxCommand), "getvar:z");
 }
 
 }  // namespace

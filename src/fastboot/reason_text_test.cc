@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "fastboot/protocol.h"
+#include "wire/protocol.h"
 
 namespace flashpipe::fastboot {
 namespace {
@@ -24,10 +24,10 @@ TEST(WrapWordsTest, ARealReasonKeepsEveryWordWhole) {
   std::string reason =
       "flash 'system': invalid sparse image: chunk 12 at byte 0x3000: RAW total_sz 40 < header 12 + "
       "payload 4096 (blk_sz 4096)";
-  Lines lines = WrapWords(reason, kMaxMessage);
+  Lines lines = WrapWords(reason, wire::kMaxMessage);
   std::string joined;
   for (const auto& l : lines) {
-    EXPECT_LE(l.size(), kMaxMessage);
+    EXPECT_LE(l.size(), wire::kMaxMessage);
     EXPECT_NE(l.front(), ' ');
     EXPECT_NE(l.back(), ' ');
     joined += (joined.empty() ? "" : " ") + l;

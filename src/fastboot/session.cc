@@ -5,13 +5,23 @@
 #include "base/log.h"
 #include "base/units.h"
 #include "fastboot/hooks.h"
-#include "fastboot/protocol.h"
 #include "fastboot/reason_text.h"
+#include "wire/protocol.h"
 
 namespace flashpipe::fastboot {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+using wire::Data;
+using wire::Fail;
+using wire::Hex32;
+using wire::Hex64;
+using wire::Info;
+using wire::kMaxCommand;
+using wire::kMaxMessage;
+using wire::Okay;
+using wire::ParseCommand;
+using wire::ParseDownloadSize;
 
 // Output of an oem command sent to the client as INFO lines; the rest is
 // counted and dropped.

@@ -7,12 +7,12 @@
 #include <chrono>
 #include <thread>
 
-#include "fastboot/protocol.h"
 #include "testing/fastboot_fakes.h"
 #include "testing/fault_queue.h"
 #include "testing/process.h"
 #include "testing/sparse_builder.h"
 #include "testing/temp_dir.h"
+#include "wire/protocol.h"
 
 namespace flashpipe::fastboot {
 namespace {
@@ -144,7 +144,7 @@ TEST_F(SessionTest, GetvarAllListsEveryVariableAsInfo) {
   EXPECT_TRUE(has("has-slot:boot:yes"));
   EXPECT_TRUE(has("has-slot:system:no"));
   EXPECT_EQ(infos.size(), 13u + 3 * 4 + 3);  // globals, 3 per partition, has-slot per base name
-  for (const auto& s : t.sent()) EXPECT_LE(s.size(), kMaxResponse);
+  for (const auto& s : t.sent()) EXPECT_LE(s.size(), wire::kMaxResponse);
 }
 
 TEST_F(SessionTest, GetvarAllKeepsTheWholeSizeOfA36CharacterPartitionName) {
@@ -159,7 +159,7 @@ TEST_F(SessionTest, GetvarAllKeepsTheWholeSizeOfA36CharacterPartitionName) {
   EXPECT_EQ(Run(t), std::vector<std::string>{"OKAY"});
   auto infos = t.Infos();
   EXPECT_NE(std::find(infos.begin(), infos.end(), "partition-size:" + name + ":0x400000"), infos.end());
-  for (const auto& s : t.sent()) EXPECT_LE(s.size(), kMaxResponse);
+  for (const auto& s : t.sent()) EXPECT_LE(s.size(), wire::kMaxResponse);
 }
 
 TEST_F(SessionTest, FlashRawWritesExactlyThePartition) {
@@ -402,7 +402,7 @@ TEST_F(SessionTest, LongFailureReasonGoesOutAsInfoThenShortFail) {
   auto simg = b.Build();
   t.Command("download:" + Hex8(simg.size())).Data(simg).Command("flash:system");
   Run(t);
-  for (const auto& s : t.sent()) EXPECT_LE(s.size(), kMaxResponse);
+  for (const auto& s : t.sent()) EXPECT_LE(s.size(), wire::kMaxResponse);
   // INFO lines broken between words: joined with spaces they are the reason.
   std::string joined;
   for (const auto& i : t.Infos()) joined += (joined.empty() ? "" : " ") + i;

@@ -1,6 +1,6 @@
 // Storage::Write with each write model (pipelined, bounce:N, discard) over an
 // in-memory disk: the bytes each one leaves, the requests it issues, and
-// whether it syncs.
+// whether it syncs; and how a --partition NAME=PATH[:OFFSET:SIZE] spec parses.
 #include "fastboot/storage.h"
 
 #include <gtest/gtest.h>
@@ -123,6 +123,25 @@ TEST_F(StorageTest, EachModelKeepsInsideThePartition) {
     EXPECT_TRUE(mem_.violations().empty());
     EXPECT_EQ(mem_.disk()[kSystem.offset + kSystem.size], kGuard);
   }
+}
+
+TEST(PartitionSpecTest, Parses) {
+  auto s = ParsePartitionSpec("boot_a=/dev/loop0:1M:64M");
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s->name, "boot_a");
+  EXPECT_EQ(s->path, "/dev/loop0");
+  EXPECT_EQ(s->offset, 1u << 20);
+  EXPECT_EQ(s->size, 64u << 20);
+  EXPECT_TRUE(s->ranged);
+  s = ParsePartitionSpec("misc=/tmp/a:b.img");
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->path, "/tmp/a:b.img");
+  EXPECT_FALSE(s->ranged);
+  EXPECT_FALSE(ParsePartitionSpec("noequals").ok());
+  EXPECT_FALSE(ParsePartitionSpec("=x").ok());
+  EXPECT_FALSE(ParsePartitionSpec("a:b=x").ok());
+  EXPECT_FALSE(ParsePartitionSpec("a=x:0:0").ok());
+  EXPECT_FALSE(ParsePartitionSpec("a=").ok());
 }
 
 }  // namespace

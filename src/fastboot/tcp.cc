@@ -3,18 +3,23 @@
 #include <netinet/tcp.h>
 #include <sys/socket.h>
 
+#include <array>
 #include <chrono>
 #include <cstring>
 
-#include "base/endian.h"
 #include "base/fd_io.h"
 #include "base/log.h"
-#include "fastboot/net.h"
-#include "fastboot/protocol.h"
 #include "fastboot/session.h"
+#include "wire/net.h"
+#include "wire/protocol.h"
+#include "wire/tcp_frame.h"
 
 namespace flashpipe::fastboot {
 namespace {
+
+using wire::RecvExact;
+using wire::RecvSome;
+using wire::SendAll;
 
 // A frame too long to be a command but short enough to skip and go on.
 constexpr uint64_t kMaxSkippableFrame = 64 << 10;
@@ -27,20 +32,16 @@ TcpTransport::TcpTransport(UniqueFd fd, std::string peer, std::chrono::milliseco
     : fd_(std::move(fd)), peer_(std::move(peer)), idle_timeout_(idle_timeout) {}
 
 Status TcpTransport::Handshake() {
-  uint8_t hello[4];
+  std::array<uint8_t, wire::tcp::kHandshakeSize> hello;
   FP_RETURN_IF_ERROR(RecvExact(fd_.get(), hello, kHandshakeTimeout, true));
-  bool digits = hello[2] >= '0' && hello[2] <= '9' && hello[3] >= '0' && hello[3] <= '9';
-  if (hello[0] != 'F' || hello[1] != 'B' || !digits || (hello[2] == '0' && hello[3] == '0')) {
-    return Corrupt(fmt::format("bad handshake {:02x}{:02x}{:02x}{:02x}", hello[0], hello[1], hello[2], hello[3]));
-  }
-  static const uint8_t kReply[4] = {'F', 'B', '0', '1'};
-  return SendAll(fd_.get(), kReply);
+  FP_RETURN_IF_ERROR(wire::tcp::ParseHandshake(hello).status());
+  return SendAll(fd_.get(), wire::tcp::kHandshake);
 }
 
 Result<uint64_t> TcpTransport::ReadFrameHeader(bool eof_ok) {
-  uint8_t header[8];
+  std::array<uint8_t, wire::tcp::kFrameHeaderSize> header;
   FP_RETURN_IF_ERROR(RecvExact(fd_.get(), header, idle_timeout_, eof_ok, deadline()));
-  return LoadBE64(header);
+  return wire::tcp::ParseFrameHeader(header);
 }
 
 Status TcpTransport::Drain(uint64_t bytes) {
@@ -86,20 +87,21 @@ Result<size_t> TcpTransport::ReadData(std::span<uint8_t> out) {
   return *n;
 }
 
-bool TcpTransport::ClientGone() { return PeerClosed(fd_.get()); }
+bool TcpTransport::ClientGone() { return wire::PeerClosed(fd_.get()); }
 
 Status TcpTransport::Send(std::string_view message) {
-  uint8_t frame[8 + kMaxResponse];
-  size_t n = std::min(message.size(), kMaxResponse);
-  StoreBE64(frame, n);
-  if (n > 0) std::memcpy(frame + 8, message.data(), n);
-  return SendAll(fd_.get(), std::span<const uint8_t>(frame, 8 + n));
+  constexpr size_t kHeader = wire::tcp::kFrameHeaderSize;
+  uint8_t frame[kHeader + wire::kMaxResponse];
+  size_t n = std::min(message.size(), wire::kMaxResponse);
+  std::memcpy(frame, wire::tcp::FrameHeader(n).data(), kHeader);
+  if (n > 0) std::memcpy(frame + kHeader, message.data(), n);
+  return SendAll(fd_.get(), std::span<const uint8_t>(frame, kHeader + n));
 }
 
 Result<std::unique_ptr<TcpServer>> TcpServer::Listen(const std::string& host_port, FastbootDevice* device,
                                                      std::chrono::milliseconds idle_timeout) {
   std::unique_ptr<TcpServer> s(new TcpServer());
-  FP_ASSIGN_OR_RETURN(s->listen_fd_, BindSocket(host_port, SOCK_STREAM));
+  FP_ASSIGN_OR_RETURN(s->listen_fd_, wire::BindSocket(host_port, SOCK_STREAM));
   s->device_ = device;
   s->idle_timeout_ = idle_timeout;
   return s;
@@ -111,9 +113,9 @@ TcpServer::~TcpServer() {
   if (thread_.joinable()) thread_.join();
 }
 
-uint16_t TcpServer::port() const { return LocalPort(listen_fd_.get()); }
+uint16_t TcpServer::port() const { return wire::LocalPort(listen_fd_.get()); }
 
-std::string TcpServer::address() const { return LocalAddress(listen_fd_.get()); }
+std::string TcpServer::address() const { return wire::LocalAddress(listen_fd_.get()); }
 
 void TcpServer::Start() { thread_ = std::thread([this] { AcceptLoop(); }); }
 
@@ -134,7 +136,7 @@ void TcpServer::AcceptLoop() {
     // in send() for longer than this.
     timeval send_limit{.tv_sec = kSendTimeout.count(), .tv_usec = 0};
     ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &send_limit, sizeof send_limit);
-    std::thread([this, fd, peer = FormatAddress(addr)] { Serve(UniqueFd(fd), peer); }).detach();
+    std::thread([this, fd, peer = wire::FormatAddress(addr)] { Serve(UniqueFd(fd), peer); }).detach();
   }
 }
 
@@ -158,9 +160,9 @@ void TcpServer::Serve(UniqueFd fd, std::string peer) {
     // Answer every command until the client leaves (or the idle timeout):
     // closing under a waiting 29.0.6 client makes it spin.
     for (;;) {
-      auto cmd = transport.ReadCommand(kMaxCommand);
+      auto cmd = transport.ReadCommand(wire::kMaxCommand);
       if (!cmd.ok() && cmd.status().code() != Code::kInvalidArgument) return;
-      if (!transport.Send(Fail(busy)).ok()) return;
+      if (!transport.Send(wire::Fail(busy)).ok()) return;
     }
     return;
   }

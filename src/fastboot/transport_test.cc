@@ -8,7 +8,6 @@
 #include <thread>
 
 #include "base/endian.h"
-#include "fastboot/protocol.h"
 #include "fastboot/session.h"
 #include "fastboot/tcp.h"
 #include "fastboot/udp.h"

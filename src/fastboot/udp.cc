@@ -7,15 +7,17 @@
 
 #include <cstring>
 
-#include "base/endian.h"
 #include "base/fd_io.h"
 #include "base/log.h"
-#include "fastboot/net.h"
-#include "fastboot/protocol.h"
 #include "fastboot/session.h"
+#include "wire/net.h"
+#include "wire/protocol.h"
 
 namespace flashpipe::fastboot {
 namespace {
+
+namespace udp = wire::udp;
+using wire::FormatAddress;
 
 void Wake(int fd) {
   uint64_t one = 1;
@@ -90,7 +92,7 @@ Status UdpChannel::Send(std::string_view message) {
   {
     std::lock_guard lock(mu_);
     if (closed_) return Cancelled("udp client gone");
-    outbound_.emplace_back(message.substr(0, kMaxResponse));
+    outbound_.emplace_back(message.substr(0, wire::kMaxResponse));
   }
   Wake(wake_fd_);
   return Status::Ok();
@@ -147,7 +149,7 @@ bool UdpServer::Peer::operator==(const Peer& o) const {
 Result<std::unique_ptr<UdpServer>> UdpServer::Bind(const std::string& host_port, FastbootDevice* device,
                                                    UdpOptions options) {
   std::unique_ptr<UdpServer> s(new UdpServer());
-  FP_ASSIGN_OR_RETURN(s->fd_, BindSocket(host_port, SOCK_DGRAM));
+  FP_ASSIGN_OR_RETURN(s->fd_, wire::BindSocket(host_port, SOCK_DGRAM));
   s->wake_fd_.Reset(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
   if (!s->wake_fd_.valid()) return ErrnoError("eventfd");
   s->device_ = device;
@@ -201,9 +203,9 @@ UdpServer::~UdpServer() {
   if (session_thread_.joinable()) session_thread_.join();
 }
 
-uint16_t UdpServer::port() const { return LocalPort(fd_.get()); }
+uint16_t UdpServer::port() const { return wire::LocalPort(fd_.get()); }
 
-std::string UdpServer::address() const { return LocalAddress(fd_.get()); }
+std::string UdpServer::address() const { return wire::LocalAddress(fd_.get()); }
 
 void UdpServer::Start() {
   packet_thread_ = std::thread([this] { PacketLoop(); });
@@ -271,35 +273,28 @@ void UdpServer::SendRaw(const Peer& to, std::span<const uint8_t> pkt) {
 }
 
 void UdpServer::SendTo(const Peer& to, uint8_t id, uint16_t seq, std::string_view payload, bool save) {
-  std::vector<uint8_t> pkt(udp::kHeaderSize + payload.size());
-  pkt[0] = id;
-  pkt[1] = 0;
-  StoreBE16(&pkt[2], seq);
-  if (!payload.empty()) std::memcpy(pkt.data() + udp::kHeaderSize, payload.data(), payload.size());
+  std::vector<uint8_t> pkt = udp::Packet({.id = id, .seq = seq}, payload);
   SendRaw(to, pkt);
   if (save) saved_ = std::move(pkt);
 }
 
 void UdpServer::HandlePacket(const Peer& from, std::span<const uint8_t> packet) {
-  if (packet.size() < udp::kHeaderSize) return;  // no seq to answer
-  uint8_t id = packet[0];
-  uint8_t flags = packet[1];
-  uint16_t seq = LoadBE16(&packet[2]);
-  auto payload = packet.subspan(udp::kHeaderSize);
+  std::optional<udp::Header> h = udp::ParseHeader(packet);
+  if (!h) return;  // no seq to answer
+  auto payload = udp::Payload(packet);
   if (peer_ && from == *peer_) last_heard_ = Clock::now();
-  switch (id) {
+  switch (h->id) {
     case udp::kIdQuery: {
-      uint8_t next[2];
-      StoreBE16(next, expected_seq_);
-      SendTo(from, udp::kIdQuery, seq, std::string_view(reinterpret_cast<char*>(next), 2), false);
+      std::vector<uint8_t> next = udp::QueryPayload(expected_seq_);
+      SendTo(from, udp::kIdQuery, h->seq, std::string_view(reinterpret_cast<char*>(next.data()), next.size()), false);
       return;
     }
     case udp::kIdInit:
-      return HandleInit(from, seq, payload);
+      return HandleInit(from, h->seq, payload);
     case udp::kIdFastboot:
-      return HandleFastboot(from, flags, seq, payload);
+      return HandleFastboot(from, h->flags, h->seq, payload);
     default:
-      SendTo(from, udp::kIdError, seq, fmt::format("unknown packet id {}", id), false);
+      SendTo(from, udp::kIdError, h->seq, fmt::format("unknown packet id {}", h->id), false);
   }
 }
 
@@ -326,12 +321,10 @@ void UdpServer::HandleInit(const Peer& from, uint16_t seq, std::span<const uint8
     SendRaw(from, saved_);
     return;
   }
-  if (payload.size() < 4) {
-    return SendTo(from, udp::kIdError, seq, fmt::format("init: {} payload bytes, need 4", payload.size()), false);
-  }
-  uint16_t version = LoadBE16(&payload[0]);
-  uint16_t host_max = LoadBE16(&payload[2]);
-  if (version < 1) return SendTo(from, udp::kIdError, seq, "init: protocol version 0", false);
+  Result<udp::Init> init = udp::ParseInit(payload);
+  if (!init.ok()) return SendTo(from, udp::kIdError, seq, init.status().message(), false);
+  uint16_t host_max = init->max_packet;
+  if (init->version < 1) return SendTo(from, udp::kIdError, seq, "init: protocol version 0", false);
   if (host_max < udp::kMinPacketSize) {
     return SendTo(from, udp::kIdError, seq, fmt::format("init: packet size {} < 512", host_max), false);
   }
@@ -357,10 +350,8 @@ void UdpServer::HandleInit(const Peer& from, uint16_t seq, std::span<const uint8
   poll_pending_ = false;
   packet_size_ = std::min(host_max, options_.max_packet_size);
   expected_seq_ = static_cast<uint16_t>(seq + 1);
-  uint8_t reply[4];
-  StoreBE16(&reply[0], 1);
-  StoreBE16(&reply[2], packet_size_);
-  SendTo(from, udp::kIdInit, seq, std::string_view(reinterpret_cast<char*>(reply), 4), true);
+  std::vector<uint8_t> reply = udp::InitPayload({.version = udp::kProtocolVersion, .max_packet = packet_size_});
+  SendTo(from, udp::kIdInit, seq, std::string_view(reinterpret_cast<char*>(reply.data()), reply.size()), true);
 }
 
 void UdpServer::HandleFastboot(const Peer& from, uint8_t flags, uint16_t seq, std::span<const uint8_t> payload) {
@@ -414,8 +405,8 @@ void UdpServer::AnswerPendingPoll(bool keepalive_due) {
   }
   if (!ch) return;
   std::optional<std::string> msg = ch->TakeOutbound();
-  if (!msg && ch->closed()) msg = Fail("session ended");
-  if (!msg && keepalive_due) msg = Info("still working");
+  if (!msg && ch->closed()) msg = wire::Fail("session ended");
+  if (!msg && keepalive_due) msg = wire::Info("still working");
   if (!msg) return;
   SendTo(*peer_, udp::kIdFastboot, poll_seq_, *msg, true);
   expected_seq_ = static_cast<uint16_t>(poll_seq_ + 1);

@@ -1,4 +1,4 @@
-// Fastboot over UDP (AOSP fastboot/README.md, "UDP Protocol v1").
+// Fastboot over UDP, the device side (the bytes: wire/udp_packet.h).
 //
 // Every host packet starts with [id][flags][seq_hi][seq_lo] and gets exactly
 // one answer echoing its seq: query (1) -> the next expected seq; init (2) ->
@@ -40,18 +40,9 @@
 #include "base/unique_fd.h"
 #include "fastboot/device.h"
 #include "fastboot/transport.h"
+#include "wire/udp_packet.h"
 
 namespace flashpipe::fastboot {
-
-namespace udp {
-inline constexpr uint8_t kIdError = 0;
-inline constexpr uint8_t kIdQuery = 1;
-inline constexpr uint8_t kIdInit = 2;
-inline constexpr uint8_t kIdFastboot = 3;
-inline constexpr uint8_t kFlagContinuation = 1;
-inline constexpr size_t kHeaderSize = 4;
-inline constexpr uint16_t kMinPacketSize = 512;
-}  // namespace udp
 
 // The session side of one UDP client. Thread-safe between the server thread
 // (Push*, TakeOutbound, Close) and the session thread (Transport methods).
@@ -158,7 +149,7 @@ class UdpServer {
   // Packet-thread state.
   uint16_t expected_seq_ = 0;
   std::optional<Peer> peer_;
-  uint16_t packet_size_ = udp::kMinPacketSize;
+  uint16_t packet_size_ = wire::udp::kMinPacketSize;
   std::vector<uint8_t> saved_;  // last answer to peer_, for a repeated seq
   std::atomic<Clock::time_point> last_heard_{};  // read by YieldIfIdle too
   std::atomic<bool> poll_pending_{false};  // read by YieldIfIdle too

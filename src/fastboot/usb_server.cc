@@ -7,8 +7,8 @@
 #include "base/fd_io.h"
 #include "base/log.h"
 #include "fastboot/ffs_descriptors.h"
-#include "fastboot/protocol.h"
 #include "fastboot/session.h"
+#include "wire/protocol.h"
 
 namespace flashpipe::fastboot {
 
@@ -150,8 +150,8 @@ void UsbServer::ServeHost() {
       std::string busy = fmt::format("busy: another session is active ({})", device_->owner());
       ++stats_.busy;
       log::Info("{}: command refused: {}", owner, busy);
-      (void)transport_.ReadCommand(kMaxCommand);
-      if (!transport_.Send(Fail(busy)).ok()) return;
+      (void)transport_.ReadCommand(wire::kMaxCommand);
+      if (!transport_.Send(wire::Fail(busy)).ok()) return;
       continue;
     }
     ++stats_.sessions;

@@ -9,7 +9,6 @@
 #include <thread>
 
 #include "fastboot/ffs_descriptors.h"
-#include "fastboot/protocol.h"
 #include "testing/fake_ffs.h"
 #include "testing/fastboot_fakes.h"
 

@@ -18,6 +18,9 @@ cp "$client" "$work/fbdir/fastboot"
 cp "$SRC/contrib/fastboot-mke2fs" "$work/fbdir/mke2fs"
 chmod +x "$work/fbdir/mke2fs"
 fbw() { timeout 120 "$work/fbdir/fastboot" -s "tcp:127.0.0.1:$PORT" "$@"; }
+# fastboot getvar VAR answers VALUE (read whole: grep -q would close the
+# pipe under fastboot).
+getvar_is() { local out; out=$(fb getvar "$1" 2>&1 || true); grep -q "^$1: $2\$" <<<"$out"; }
 
 # A GPT disk whose partitions carry Android type codes (sgdisk):
 # name first_sector sectors type
@@ -70,7 +73,7 @@ cli_checks() {
   daemon_pid=$!
   for _ in $(seq 50); do PORT=$(listening_port tcp); [ -n "$PORT" ] && break; sleep 0.1; done
   [ -n "$PORT" ] || die "--tcp 0 did not listen on loopback: $(cat "$work/daemon.out" "$work/daemon.log")"
-  fb getvar product 2>&1 | grep -q "product: flashpipe" || die "no answer on the bare port"
+  getvar_is product flashpipe || die "no answer on the bare port"
   fb flashing lock >"$work/fb.out" 2>&1 || die "flashing lock: $(cat "$work/fb.out")"
   grep -q "(bootloader) device now locked, critical partitions locked" "$work/fb.out" ||
     die "flashing lock does not say the new state: $(cat "$work/fb.out")"
@@ -114,9 +117,9 @@ format_checks() {
   start_daemon --storage "$work/board.img" --max-download-size 16M
   # Random bytes: libblkid finds nothing, the GPT types decide.
   for p in userdata cache metadata; do
-    fb getvar "partition-type:$p" 2>&1 | grep -q "partition-type:$p: ext4" || die "partition-type:$p is not ext4"
+    getvar_is "partition-type:$p" ext4 || die "partition-type:$p is not ext4"
   done
-  fb getvar partition-type:misc 2>&1 | grep -q "partition-type:misc: raw" || die "partition-type:misc"
+  getvar_is partition-type:misc raw || die "partition-type:misc"
   fbw -w >"$work/fb.out" 2>&1 || die "fastboot -w: $(cat "$work/fb.out")"
   for p in userdata cache metadata; do
     grep -q "Erasing '$p'" "$work/fb.out" && grep -q "Sending '$p'" "$work/fb.out" ||
@@ -143,7 +146,7 @@ format_checks() {
   stop_daemon
   start_daemon --partition "data=$work/data.img"
   fb_ok erase data
-  fb getvar partition-type:data 2>&1 | grep -q "partition-type:data: raw" || die "erased data without a type"
+  getvar_is partition-type:data raw || die "erased data without a type"
   stop_daemon
   pass "--partition-type data=ext4: format works on an erased --partition; without it the type is raw"
 }

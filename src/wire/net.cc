@@ -1,16 +1,21 @@
-#include "fastboot/net.h"
+#include "wire/net.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cstring>
+#include <memory>
 
 #include "base/fd_io.h"
 
-namespace flashpipe::fastboot {
+namespace flashpipe::wire {
 
 Result<sockaddr_storage> ParseHostPort(std::string_view text, socklen_t* len) {
   size_t colon = text.rfind(':');
@@ -65,6 +70,83 @@ Result<UniqueFd> BindSocket(std::string_view host_port, int type) {
   }
   if (type == SOCK_STREAM && ::listen(fd.get(), 8) != 0) return ErrnoError(fmt::format("listen {}", host_port));
   return fd;
+}
+
+Result<HostPort> SplitHostPort(std::string_view text, uint16_t default_port) {
+  HostPort out{std::string(text), default_port};
+  std::string_view port_text;
+  if (text.starts_with('[')) {
+    size_t close = text.find(']');
+    if (close == std::string_view::npos) return InvalidArgument(fmt::format("'{}': no ']' after the address", text));
+    out.host = std::string(text.substr(1, close - 1));
+    std::string_view rest = text.substr(close + 1);
+    if (!rest.empty() && rest[0] != ':') return InvalidArgument(fmt::format("'{}': expected ':PORT' after ']'", text));
+    if (!rest.empty()) port_text = rest.substr(1);
+  } else if (size_t colon = text.find(':'); colon != std::string_view::npos && text.rfind(':') == colon) {
+    out.host = std::string(text.substr(0, colon));  // one ':' is a port; more is a bare IPv6 address
+    port_text = text.substr(colon + 1);
+  }
+  if (out.host.empty()) return InvalidArgument(fmt::format("'{}': no host", text));
+  if (!port_text.empty() || text.ends_with(':')) {
+    unsigned port = 0;
+    auto [end, ec] = std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
+    if (ec != std::errc() || end != port_text.data() + port_text.size() || port == 0 || port > 65535) {
+      return InvalidArgument(fmt::format("'{}': bad port '{}'", text, port_text));
+    }
+    out.port = static_cast<uint16_t>(port);
+  }
+  return out;
+}
+
+namespace {
+
+// connect(2) without blocking past `timeout`.
+Status ConnectWithin(int fd, const addrinfo& ai, std::chrono::milliseconds timeout) {
+  int flags = ::fcntl(fd, F_GETFL);
+  if (flags < 0 || ::fcntl(fd, F_SETFL, flags | O_NONBLOCK) != 0) return ErrnoError("fcntl");
+  if (::connect(fd, ai.ai_addr, ai.ai_addrlen) != 0) {
+    if (errno != EINPROGRESS) return ErrnoError("connect");
+    pollfd p{fd, POLLOUT, 0};
+    int r = RetryOnEintr([&] { return ::poll(&p, 1, static_cast<int>(timeout.count())); });
+    if (r < 0) return ErrnoError("poll");
+    if (r == 0) return TimedOut(fmt::format("connect: no answer in {} ms", timeout.count()));
+    int err = 0;
+    socklen_t len = sizeof err;
+    ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
+    if (err != 0) return IoError("connect", err);
+  }
+  if (::fcntl(fd, F_SETFL, flags) != 0) return ErrnoError("fcntl");
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<UniqueFd> ConnectSocket(const HostPort& to, int type, std::chrono::milliseconds timeout) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = type;
+  addrinfo* list = nullptr;
+  std::string port = std::to_string(to.port);
+  if (int e = ::getaddrinfo(to.host.c_str(), port.c_str(), &hints, &list); e != 0) {
+    return NotFound(fmt::format("{}: {}", to.host, ::gai_strerror(e)));
+  }
+  std::unique_ptr<addrinfo, decltype(&::freeaddrinfo)> hold(list, ::freeaddrinfo);
+  Status last = NotFound(fmt::format("{}: no address", to.host));
+  for (addrinfo* ai = list; ai != nullptr; ai = ai->ai_next) {
+    UniqueFd fd(::socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol));
+    if (!fd.valid()) {
+      last = ErrnoError("socket");
+      continue;
+    }
+    last = ConnectWithin(fd.get(), *ai, timeout);
+    if (!last.ok()) continue;
+    if (type == SOCK_STREAM) {
+      int one = 1;
+      ::setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    }
+    return fd;
+  }
+  return last.WithContext(fmt::format("{}:{}", to.host, to.port));
 }
 
 uint16_t LocalPort(int fd) {
@@ -140,4 +222,4 @@ bool PeerClosed(int fd) {
   return r > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
 }
 
-}  // namespace flashpipe::fastboot
+}  // namespace flashpipe::wire

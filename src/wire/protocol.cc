@@ -1,13 +1,20 @@
-#include "fastboot/protocol.h"
+#include "wire/protocol.h"
 
 #include <fmt/format.h>
 
-namespace flashpipe::fastboot {
+namespace flashpipe::wire {
 namespace {
 
 bool Printable(char c) { return c >= 0x20 && c < 0x7f; }
 
-std::string Response(std::string_view status, std::string_view message) {
+// For messages about bytes from a peer: at most 64, unprintable ones as '?'.
+std::string Printable(std::string_view bytes) {
+  std::string out;
+  for (char c : bytes.substr(0, kMaxResponse)) out.push_back(Printable(c) ? c : '?');
+  return out;
+}
+
+std::string Format(std::string_view status, std::string_view message) {
   std::string out(status);
   size_t n = std::min(message.size(), kMaxMessage);
   for (size_t i = 0; i < n; ++i) out.push_back(Printable(message[i]) ? message[i] : '?');
@@ -38,9 +45,9 @@ Result<Command> ParseCommand(std::string_view wire) {
   return Command{std::string(wire.substr(0, colon)), std::string(wire.substr(colon + 1))};
 }
 
-std::string Okay(std::string_view message) { return Response("OKAY", message); }
-std::string Fail(std::string_view message) { return Response("FAIL", message); }
-std::string Info(std::string_view message) { return Response("INFO", message); }
+std::string Okay(std::string_view message) { return Format("OKAY", message); }
+std::string Fail(std::string_view message) { return Format("FAIL", message); }
+std::string Info(std::string_view message) { return Format("INFO", message); }
 std::string Data(uint32_t size) { return fmt::format("DATA{:08x}", size); }
 std::string Hex32(uint32_t value) { return fmt::format("0x{:08x}", value); }
 std::string Hex64(uint64_t value) { return fmt::format("0x{:016x}", value); }
@@ -62,14 +69,24 @@ Result<uint32_t> ParseDownloadSize(std::string_view arg) {
   return v;
 }
 
-std::vector<std::string> SplitForInfo(std::string_view message) {
-  std::vector<std::string> out;
-  while (!message.empty()) {
-    size_t n = std::min(message.size(), kMaxMessage);
-    out.emplace_back(message.substr(0, n));
-    message.remove_prefix(n);
+std::string DownloadCommand(uint32_t size) { return fmt::format("download:{:08x}", size); }
+
+Result<Response> ParseResponse(std::string_view wire) {
+  using Kind = Response::Kind;
+  static constexpr std::pair<std::string_view, Kind> kKinds[] = {
+      {"OKAY", Kind::kOkay}, {"FAIL", Kind::kFail}, {"INFO", Kind::kInfo}, {"TEXT", Kind::kText}, {"DATA", Kind::kData}};
+  std::string_view status = wire.substr(0, 4);
+  for (auto [word, kind] : kKinds) {
+    if (wire.size() < 4 || status != word) continue;
+    Response r{kind, std::string(wire.substr(4)), 0};
+    if (kind != Kind::kData) return r;
+    auto size = ParseDownloadSize(r.message);
+    if (!size.ok()) return Corrupt(fmt::format("response '{}': {}", Printable(wire), size.status().message()));
+    r.data_size = *size;
+    return r;
   }
-  return out;
+  return Corrupt(fmt::format("response '{}' is not OKAY, FAIL, INFO, TEXT or DATA", Printable(wire)));
 }
 
-}  // namespace flashpipe::fastboot
+
+}  // namespace flashpipe::wire

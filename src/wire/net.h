@@ -1,4 +1,5 @@
-// Small socket helpers shared by the TCP and UDP servers. The waits take two
+// Small socket helpers shared by both ends: the servers bind, the host
+// connects; both receive and send through the same waits. The waits take two
 // limits: `idle`, the longest silence allowed (0 = none), which ends with
 // kCancelled (the peer is taken to be gone), and `deadline`, an absolute
 // time (a session or download limit), which ends with kTimedOut.
@@ -15,7 +16,7 @@
 #include "base/status.h"
 #include "base/unique_fd.h"
 
-namespace flashpipe::fastboot {
+namespace flashpipe::wire {
 
 using Deadline = std::chrono::steady_clock::time_point;
 inline constexpr Deadline kNoDeadline = Deadline::max();
@@ -25,6 +26,18 @@ Result<sockaddr_storage> ParseHostPort(std::string_view text, socklen_t* len);
 std::string FormatAddress(const sockaddr_storage& addr);
 // A bound socket (SOCK_STREAM listening, or SOCK_DGRAM).
 Result<UniqueFd> BindSocket(std::string_view host_port, int type);
+
+// "board.lab", "board.lab:5555", "10.0.0.2", "[::1]:5554", "::1" as a host
+// name or address and a port (default_port when none is given).
+struct HostPort {
+  std::string host;
+  uint16_t port = 0;
+};
+Result<HostPort> SplitHostPort(std::string_view text, uint16_t default_port);
+// A socket connected to the first address of `to` that answers within
+// `timeout` (SOCK_STREAM: TCP_NODELAY set; SOCK_DGRAM: the peer fixed, so
+// recv takes only its datagrams). Names are resolved with getaddrinfo.
+Result<UniqueFd> ConnectSocket(const HostPort& to, int type, std::chrono::milliseconds timeout);
 uint16_t LocalPort(int fd);
 // The address a socket is bound to, as FormatAddress writes it.
 std::string LocalAddress(int fd);
@@ -45,4 +58,4 @@ Status SendAll(int fd, std::span<const uint8_t> data);
 // (without waiting).
 bool PeerClosed(int fd);
 
-}  // namespace flashpipe::fastboot
+}  // namespace flashpipe::wire

@@ -1,10 +1,8 @@
-#include "fastboot/protocol.h"
+#include "wire/protocol.h"
 
 #include <gtest/gtest.h>
 
-#include "fastboot/storage.h"
-
-namespace flashpipe::fastboot {
+namespace flashpipe::wire {
 namespace {
 
 TEST(ProtocolTest, ParseCommandSplitsAtColonOrSpace) {
@@ -55,31 +53,28 @@ TEST(ProtocolTest, DownloadSize) {
   EXPECT_FALSE(ParseDownloadSize("-0000001").ok());
 }
 
-TEST(ProtocolTest, SplitForInfo) {
-  auto pieces = SplitForInfo(std::string(130, 'q'));
-  ASSERT_EQ(pieces.size(), 3u);
-  EXPECT_EQ(pieces[0].size(), kMaxMessage);
-  EXPECT_EQ(pieces[2].size(), 10u);
-}
-
-TEST(PartitionSpecTest, Parses) {
-  auto s = ParsePartitionSpec("boot_a=/dev/loop0:1M:64M");
-  ASSERT_TRUE(s.ok()) << s.status().ToString();
-  EXPECT_EQ(s->name, "boot_a");
-  EXPECT_EQ(s->path, "/dev/loop0");
-  EXPECT_EQ(s->offset, 1u << 20);
-  EXPECT_EQ(s->size, 64u << 20);
-  EXPECT_TRUE(s->ranged);
-  s = ParsePartitionSpec("misc=/tmp/a:b.img");
-  ASSERT_TRUE(s.ok());
-  EXPECT_EQ(s->path, "/tmp/a:b.img");
-  EXPECT_FALSE(s->ranged);
-  EXPECT_FALSE(ParsePartitionSpec("noequals").ok());
-  EXPECT_FALSE(ParsePartitionSpec("=x").ok());
-  EXPECT_FALSE(ParsePartitionSpec("a:b=x").ok());
-  EXPECT_FALSE(ParsePartitionSpec("a=x:0:0").ok());
-  EXPECT_FALSE(ParsePartitionSpec("a=").ok());
+TEST(ProtocolTest, ResponsesParseAsTheHostReadsThem) {
+  using Kind = Response::Kind;
+  auto r = ParseResponse("OKAY0.4");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->kind, Kind::kOkay);
+  EXPECT_EQ(r->message, "0.4");
+  EXPECT_TRUE(r->final());
+  EXPECT_EQ(ParseResponse("OKAY")->message, "");
+  EXPECT_EQ(ParseResponse("FAILdevice is locked")->kind, Kind::kFail);
+  EXPECT_FALSE(ParseResponse("INFOwriting")->final());
+  EXPECT_FALSE(ParseResponse("TEXTpart")->final());
+  r = ParseResponse("DATA0000abcd");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->data_size, 0xabcdu);
+  EXPECT_EQ(ParseResponse("DATA00001").status().message(),
+            "response 'DATA00001': download size '00001' is not 8 hex digits");
+  EXPECT_EQ(ParseResponse("OKA").status().message(), "response 'OKA' is not OKAY, FAIL, INFO, TEXT or DATA");
+  EXPECT_EQ(ParseResponse(std::string("NOPE\x01", 5)).status().message(),
+            "response 'NOPE?' is not OKAY, FAIL, INFO, TEXT or DATA");
+  EXPECT_EQ(DownloadCommand(0x1234), "download:00001234");
+  EXPECT_EQ(ParseResponse(Data(77))->data_size, 77u);
 }
 
 }  // namespace
-}  // namespace flashpipe::fastboot
+}  // namespace flashpipe::wire

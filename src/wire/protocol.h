@@ -1,12 +1,13 @@
 // Fastboot wire messages, independent of any transport: splitting a command
 // into name and argument, formatting the four responses the 29.0.6 client
-// understands (OKAY, FAIL, INFO, DATA), and parsing download sizes.
+// understands (OKAY, FAIL, INFO, DATA), and parsing download sizes; for the
+// host, the download command and a response taken apart.
 //
 // Every response built here is at most kMaxResponse (64) bytes: the client
 // reads into a 256-byte buffer and a longer TCP response corrupts its
 // session, and U-Boot/barebox clients assume 64. Messages are cut to fit and
-// non-printable bytes are replaced by '?'. Long failure reasons go out as
-// several INFO lines before a short FAIL (SplitForInfo).
+// non-printable bytes are replaced by '?'. (How the device fits a long
+// failure reason into INFO lines and a short FAIL: fastboot/reason_text.h.)
 // Pure functions; no I/O.
 #pragma once
 
@@ -17,7 +18,7 @@
 
 #include "base/status.h"
 
-namespace flashpipe::fastboot {
+namespace flashpipe::wire {
 
 inline constexpr size_t kMaxCommand = 64;
 inline constexpr size_t kMaxResponse = 64;
@@ -48,7 +49,22 @@ std::string Hex64(uint64_t value);
 // download:%08x argument: exactly 8 hex digits, non-zero.
 Result<uint32_t> ParseDownloadSize(std::string_view arg);
 
-// Splits a long message into pieces of at most kMaxMessage bytes.
-std::vector<std::string> SplitForInfo(std::string_view message);
+// "download:%08x", what the host sends before a data phase.
+std::string DownloadCommand(uint32_t size);
 
-}  // namespace flashpipe::fastboot
+// A response as the host reads it. TEXT (newer devices: text for the user,
+// not ending the command) is taken like INFO; DATA carries the size the
+// device agreed to.
+struct Response {
+  enum class Kind { kOkay, kFail, kInfo, kText, kData };
+  Kind kind = Kind::kOkay;
+  std::string message;     // after the status word
+  uint32_t data_size = 0;  // kData only
+  // INFO and TEXT leave the command going; the others end its phase.
+  bool final() const { return kind != Kind::kInfo && kind != Kind::kText; }
+};
+// kCorrupt, naming the bytes, for an unknown status word, a message shorter
+// than 4 bytes or a DATA without 8 hex digits.
+Result<Response> ParseResponse(std::string_view wire);
+
+}  // namespace flashpipe::wire

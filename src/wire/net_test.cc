@@ -1,0 +1,69 @@
+// Addresses both ways and a loopback connection, TCP and UDP.
+#include "wire/net.h"
+
+#include <gtest/gtest.h>
+#include <sys/socket.h>
+
+namespace flashpipe::wire {
+namespace {
+
+using std::chrono::milliseconds;
+
+TEST(NetTest, SplitHostPortTakesNamesAddressesAndDefaults) {
+  auto hp = SplitHostPort("board.lab", 5554);
+  ASSERT_TRUE(hp.ok());
+  EXPECT_EQ(hp->host, "board.lab");
+  EXPECT_EQ(hp->port, 5554);
+  hp = SplitHostPort("10.0.0.2:5555", 5554);
+  EXPECT_EQ(hp->host, "10.0.0.2");
+  EXPECT_EQ(hp->port, 5555);
+  hp = SplitHostPort("[::1]:7", 5554);
+  EXPECT_EQ(hp->host, "::1");
+  EXPECT_EQ(hp->port, 7);
+  hp = SplitHostPort("::1", 5554);
+  EXPECT_EQ(hp->host, "::1");
+  EXPECT_EQ(hp->port, 5554);
+  EXPECT_EQ(SplitHostPort("h:0", 1).status().message(), "'h:0': bad port '0'");
+  EXPECT_EQ(SplitHostPort("h:", 1).status().message(), "'h:': bad port ''");
+  EXPECT_EQ(SplitHostPort("h:x1", 1).status().message(), "'h:x1': bad port 'x1'");
+  EXPECT_EQ(SplitHostPort(":5", 1).status().message(), "':5': no host");
+  EXPECT_FALSE(SplitHostPort("[::1", 1).ok());
+  EXPECT_FALSE(SplitHostPort("h:70000", 1).ok());
+}
+
+TEST(NetTest, ConnectTcpAndUdpOverLoopback) {
+  auto listener = BindSocket("127.0.0.1:0", SOCK_STREAM);
+  ASSERT_TRUE(listener.ok());
+  auto fd = ConnectSocket({"127.0.0.1", LocalPort(listener->get())}, SOCK_STREAM, milliseconds(2000));
+  ASSERT_TRUE(fd.ok()) << fd.status().ToString();
+  UniqueFd server(::accept(listener->get(), nullptr, nullptr));
+  const uint8_t hello[] = {'h', 'i'};
+  ASSERT_TRUE(SendAll(fd->get(), hello).ok());
+  uint8_t got[2];
+  ASSERT_TRUE(RecvExact(server.get(), got, milliseconds(2000), false).ok());
+  EXPECT_EQ(got[1], 'i');
+
+  auto udp = BindSocket("127.0.0.1:0", SOCK_DGRAM);
+  ASSERT_TRUE(udp.ok());
+  auto ufd = ConnectSocket({"localhost", LocalPort(udp->get())}, SOCK_DGRAM, milliseconds(2000));
+  ASSERT_TRUE(ufd.ok()) << ufd.status().ToString();
+  ASSERT_TRUE(SendAll(ufd->get(), hello).ok());
+  auto n = RecvSome(udp->get(), got, milliseconds(2000));
+  ASSERT_TRUE(n.ok());
+  EXPECT_EQ(*n, 2u);
+}
+
+TEST(NetTest, ConnectToAClosedPortFailsAndNamesIt) {
+  auto listener = BindSocket("127.0.0.1:0", SOCK_STREAM);
+  uint16_t port = LocalPort(listener->get());
+  listener->Reset();
+  auto fd = ConnectSocket({"127.0.0.1", port}, SOCK_STREAM, milliseconds(2000));
+  ASSERT_FALSE(fd.ok());
+  EXPECT_EQ(fd.status().sys_errno(), ECONNREFUSED);
+  EXPECT_NE(fd.status().message().find(fmt::format("127.0.0.1:{}", port)), std::string::npos);
+  EXPECT_EQ(ConnectSocket({"no-such-host.invalid", 1}, SOCK_STREAM, milliseconds(500)).status().code(),
+            Code::kNotFound);
+}
+
+}  // namespace
+}  // namespace flashpipe::wire
