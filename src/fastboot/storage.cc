@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "base/aligned_buffer.h"
 #include "base/fd_io.h"
 #include "base/log.h"
 #include "base/units.h"
@@ -215,6 +216,8 @@ const Partition* Storage::Find(std::string_view name) const {
 
 const io::Geometry& Storage::geometry(const Partition& p) const { return backings_[p.backing]->geometry; }
 
+const std::string& Storage::path(const Partition& p) const { return backings_[p.backing]->path; }
+
 std::string Storage::ProbeType(const Partition& p) const {
   const auto& path = backings_[p.backing]->path;
   if (path.empty()) return "raw";
@@ -282,6 +285,51 @@ Status Storage::Erase(const Partition& p) {
   Status fin = writer->Finish();
   if (!st.ok()) return st.WithContext(fmt::format("erase '{}'", p.name));
   return fin.WithContext(fmt::format("erase '{}'", p.name));
+}
+
+// The whole logical blocks holding bytes [offset, offset + length) of `p`:
+// the unit the device reads and writes without tearing.
+Result<Storage::BlockWindow> Storage::Blocks(const Partition& p, uint64_t offset, uint64_t length) const {
+  const Backing& b = *backings_[p.backing];
+  if (offset > p.size || length > p.size - offset) {
+    return InvalidArgument(fmt::format("partition '{}': bytes {}+{} outside its {} bytes", p.name, offset, length,
+                                       p.size));
+  }
+  uint64_t unit = std::max<uint64_t>(b.geometry.logical_block, 512);
+  uint64_t at = p.offset + offset;
+  BlockWindow w{.start = at / unit * unit, .end = (at + length + unit - 1) / unit * unit, .skip = 0};
+  w.skip = at - w.start;
+  if (w.start < p.offset || w.end > p.offset + p.size) {
+    return InvalidArgument(fmt::format("partition '{}': the {}-byte block holding bytes {}+{} is not inside it",
+                                       p.name, unit, offset, length));
+  }
+  return w;
+}
+
+Result<AlignedBuffer> Storage::ReadBlocks(const Partition& p, const BlockWindow& w) {
+  const Backing& b = *backings_[p.backing];
+  AlignedBuffer buf(w.end - w.start, std::max<size_t>(b.geometry.mem_align, 512));
+  io::IoOp read{.kind = io::OpKind::kRead, .offset = w.start, .length = w.end - w.start, .buf = buf.data()};
+  FP_RETURN_IF_ERROR(RunOp(b.queue, read).WithContext(fmt::format("partition '{}': read", p.name)));
+  return buf;
+}
+
+Status Storage::Read(const Partition& p, uint64_t offset, std::span<uint8_t> out) {
+  FP_ASSIGN_OR_RETURN(BlockWindow w, Blocks(p, offset, out.size()));
+  FP_ASSIGN_OR_RETURN(AlignedBuffer buf, ReadBlocks(p, w));
+  std::copy_n(buf.data() + w.skip, out.size(), out.begin());
+  return Status::Ok();
+}
+
+Status Storage::UpdateInPlace(const Partition& p, uint64_t offset, uint64_t length,
+                              const std::function<Status(std::span<uint8_t>)>& edit) {
+  const Backing& b = *backings_[p.backing];
+  FP_ASSIGN_OR_RETURN(BlockWindow w, Blocks(p, offset, length));
+  FP_ASSIGN_OR_RETURN(AlignedBuffer buf, ReadBlocks(p, w));
+  FP_RETURN_IF_ERROR(edit(buf.span().subspan(w.skip, length)));
+  io::IoOp write{.kind = io::OpKind::kWrite, .offset = w.start, .length = w.end - w.start, .buf = buf.data()};
+  FP_RETURN_IF_ERROR(RunOp(b.queue, write).WithContext(fmt::format("partition '{}': write", p.name)));
+  return b.queue->Sync().WithContext(fmt::format("partition '{}': sync", p.name));
 }
 
 }  // namespace flashpipe::fastboot

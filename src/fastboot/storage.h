@@ -24,6 +24,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/aligned_buffer.h"
 #include "base/buffer_stock.h"
 #include "base/status.h"
 #include "io/image_writer.h"
@@ -79,6 +80,8 @@ class Storage {
   const io::Geometry& geometry(const Partition& p) const;
   // libblkid's TYPE for the partition's range ("ext4", "vfat", ...) or "raw".
   std::string ProbeType(const Partition& p) const;
+  // The file or device the partition lives in ("" for ForQueue).
+  const std::string& path(const Partition& p) const;
 
   // Writes the image made of `pieces` in order (sparse when is_sparse, else
   // raw bytes from offset 0). The pieces stay valid until Write returns, and
@@ -92,9 +95,25 @@ class Storage {
   // Makes the partition read back as zeros: zeroout (block devices) or holes
   // (files), real zeros when neither works.
   Status Erase(const Partition& p);
+  // A small in-place change that must not tear: reads the logical block(s)
+  // holding [offset, offset + length) of the partition, lets `edit` change
+  // those bytes, writes the block(s) back in one O_DIRECT write and syncs.
+  // Fails, writing nothing, when the range or its blocks leave the partition
+  // or `edit` fails. (The misc partition's boot control block, misc_slot.h.)
+  Status UpdateInPlace(const Partition& p, uint64_t offset, uint64_t length,
+                       const std::function<Status(std::span<uint8_t>)>& edit);
+  // Reads out.size() bytes at `offset` of the partition (through the same
+  // whole blocks), failing when they leave it.
+  Status Read(const Partition& p, uint64_t offset, std::span<uint8_t> out);
 
  private:
   struct Backing;
+  struct BlockWindow {
+    uint64_t start, end;  // device offsets, whole logical blocks
+    uint64_t skip;        // from start to the first byte asked for
+  };
+  Result<BlockWindow> Blocks(const Partition& p, uint64_t offset, uint64_t length) const;
+  Result<AlignedBuffer> ReadBlocks(const Partition& p, const BlockWindow& w);
   Storage();
   Status AddPartition(Partition p);
   static io::Device DeviceOf(const Backing& b, const Partition& p);
