@@ -19,6 +19,7 @@
 #include "base/log.h"
 #include "base/units.h"
 #include "fastboot/device.h"
+#include "fastboot/misc_slot.h"
 #include "fastboot/storage.h"
 #include "fastboot/tcp.h"
 #include "fastboot/udp.h"
@@ -162,6 +163,14 @@ Status CheckOptions(ServeOptions* o) {
   return Status::Ok();
 }
 
+// --misc names a partition that holds a bootloader_message_ab.
+Status CheckMisc(const ServeOptions& o, const Storage& storage) {
+  if (o.device.misc.empty()) return Status::Ok();
+  const Partition* misc = storage.Find(o.device.misc);
+  if (misc == nullptr) return InvalidArgument(fmt::format("--misc '{}': no such partition", o.device.misc));
+  return CheckMiscPartition(*misc);
+}
+
 void PrintPartitions(Storage& storage) {
   for (const auto& p : storage.partitions()) {
     log::Info("partition {:<20} offset 0x{:010x} size {}", p.name, p.offset, FormatBytes(p.size));
@@ -193,6 +202,7 @@ Status Serve(ServeOptions o) {
   mallopt(M_MMAP_THRESHOLD, 64 << 20);
   mallopt(M_TRIM_THRESHOLD, 512 << 20);
   FP_ASSIGN_OR_RETURN(auto storage, OpenStorage(o));
+  FP_RETURN_IF_ERROR(CheckMisc(o, *storage));
   std::string state_path = o.state;
   if (state_path.empty()) {
     FP_ASSIGN_OR_RETURN(state_path, DefaultStatePath(o.storage.empty() ? o.specs[0].path : o.storage));
@@ -286,6 +296,19 @@ int RunServe(int argc, char** argv) {
                  "first 4 KiB of output reach the client)");
   app.add_option("--on-reboot", o.device.on_reboot, "shell command run after reboot*/continue ($1 = target)");
   app.add_option("--on-shutdown", o.device.on_shutdown, "shell command run after shutdown");
+  app.add_option("--on-set-active", o.device.on_set_active,
+                 "shell command run by set_active once the slot is saved ($1 = a|b), e.g. "
+                 "'fw_setenv slot_suffix _$1' for U-Boot; its output reaches the client, a non-zero exit FAILs");
+  app.add_option("--on-boot", o.device.on_boot,
+                 "shell command run after 'fastboot boot IMAGE' was answered ($1 = the image in a temp file, "
+                 "removed when it returns), e.g. kexec. Without it, boot FAILs. Every hook and oem command gets "
+                 "FLASHPIPE_HOOK, _SLOT, _SLOT_SUFFIX, _LOCKED, _CRITICAL_LOCKED, _SERIALNO, _PRODUCT in its "
+                 "environment (set_active with --misc also _PARTITION, _PARTITION_PATH, _PARTITION_OFFSET, "
+                 "_PARTITION_SIZE, _PREVIOUS_SLOT; boot _IMAGE)");
+  app.add_option("--misc", o.device.misc,
+                 "PART: the misc partition (4 KiB at least): set_active writes the slot into its Android "
+                 "bootloader_control (AOSP's layout, read by U-Boot's android_ab), current-slot and "
+                 "slot-successful/-unbootable/-retry-count read it");
   app.add_option("--initial-lock", o.initial_lock,
                  "locked|unlocked: the lock state of the first start, when the state file does not exist yet "
                  "(default unlocked, as development boards expect). A state file that exists but is empty, "

@@ -4,10 +4,16 @@
 // download arrives.
 #include "fastboot/device.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 
+#include "base/fd_io.h"
 #include "base/log.h"
+#include "base/unique_fd.h"
 #include "base/units.h"
 
 namespace flashpipe::fastboot {
@@ -175,6 +181,23 @@ Status FastbootDevice::Flash(const Partition& p, const ProgressFn& progress, boo
   job_cv_.notify_all();
   *queued = true;
   return Status::Ok();
+}
+
+Result<std::string> FastbootDevice::SaveDownload() {
+  if (!image_ready_) return InvalidArgument("no image downloaded");
+  if (landing_.check().sparse()) return InvalidArgument("a sparse image cannot be booted");
+  const char* tmp = std::getenv("TMPDIR");
+  std::string path = fmt::format("{}/flashpipe-boot-XXXXXX", tmp != nullptr && *tmp != 0 ? tmp : "/tmp");
+  UniqueFd fd(::mkostemp(path.data(), O_CLOEXEC));  // O_EXCL, mode 0600
+  if (!fd.valid()) return ErrnoError(fmt::format("create {}", path));
+  for (const auto& piece : landing_.pieces()) {
+    if (Status st = WriteAll(fd.get(), piece, path); !st.ok()) {
+      ::unlink(path.c_str());
+      return st;
+    }
+  }
+  log::Info("boot image of {} bytes saved in {}", landing_.received(), path);
+  return path;
 }
 
 Status FastbootDevice::Erase(const Partition& p) {

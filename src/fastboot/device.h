@@ -49,6 +49,14 @@ struct DeviceConfig {
   std::vector<OemCommand> oem;
   std::string on_reboot;    // run after reboot*/continue was answered; $1 = target
   std::string on_shutdown;  // run after shutdown was answered
+  // Run before set_active answers, after the slot is saved (hook_env.h).
+  std::string on_set_active;
+  // `fastboot boot`: run after the answer with $1 = the downloaded image,
+  // saved in a temp file (removed when the hook returns). Empty: boot FAILs.
+  std::string on_boot;
+  // --misc PART: set_active writes the slot into PART's bootloader_control,
+  // and the slot variables read it back (misc_slot.h).
+  std::string misc;
   // Longest run of an oem command or a hook; then its process group is killed.
   std::chrono::milliseconds hook_timeout{60000};
   SessionLimits limits;
@@ -114,6 +122,9 @@ class FastbootDevice {
   // *queued tells whether the write goes on in the background. Each flash
   // and erase logs one line: partition, bytes, seconds, rate.
   Status Flash(const Partition& p, const ProgressFn& progress, bool* queued);
+  // The last download (raw, not sparse) saved in a new file in $TMPDIR (or
+  // /tmp), made with O_EXCL and mode 0600; returns its path.
+  Result<std::string> SaveDownload();
   // Makes the partition read back as zeros (Storage::Erase), and logs it.
   Status Erase(const Partition& p);
   // Waits for a write-behind flash and its sync; returns its error once.

@@ -663,5 +663,140 @@ TEST_F(SessionTest, ALockThatCannotBeSavedIsReportedAndStillHolds) {
   EXPECT_EQ(One("getvar:unlocked"), "OKAYno");
 }
 
+// --- misc, set_active hook, boot ---------------------------------------------
+
+class MiscSessionTest : public SessionTest {
+ protected:
+  static constexpr uint64_t kAt = 2048;  // bootloader_control in misc
+  BootControlBytes Block() {
+    const Partition& misc = parts_[3];
+    BootControlBytes b;
+    std::copy_n(mem_.disk().begin() + misc.offset + kAt, b.size(), b.begin());
+    return b;
+  }
+  void PutBlock(BootControlBytes b) {
+    uint32_t crc = BootControlCrc(b);
+    for (int i = 0; i < 4; ++i) b[28 + i] = static_cast<uint8_t>(crc >> (8 * i));
+    std::copy(b.begin(), b.end(), mem_.disk().begin() + parts_[3].offset + kAt);
+  }
+};
+
+TEST_F(MiscSessionTest, SetActiveWritesMiscAndTheSlotVariablesReadIt) {
+  Make({.misc = "misc"});
+  EXPECT_EQ(One("set_active:b"), "OKAY");
+  BootControlBytes b = Block();
+  ASSERT_TRUE(HasValidBootControl(b));
+  EXPECT_EQ(b[1], 'b');
+  EXPECT_EQ(GetSlot(b, 1).priority, 15u);
+  EXPECT_EQ(GetSlot(b, 1).tries_remaining, 6u);
+  EXPECT_EQ(One("getvar:current-slot"), "OKAYb");
+  EXPECT_EQ(One("getvar:slot-retry-count:b"), "OKAY6");
+  EXPECT_EQ(One("getvar:slot-successful:a"), "OKAYyes");  // the slot it ran from
+  EXPECT_EQ(One("getvar:slot-successful:b"), "OKAYno");
+  EXPECT_EQ(One("getvar:slot-unbootable:b"), "OKAYno");
+  EXPECT_EQ(One("getvar:slot-retry-count:c"), "FAILslot 'c' is not a or b");
+  // Only the block changed in misc; nothing outside the partitions.
+  auto misc = Bytes(parts_[3]);
+  for (size_t i = 0; i < misc.size(); ++i) {
+    if (i < kAt || i >= kAt + 32) ASSERT_EQ(misc[i], kGuard) << "misc byte " << i;
+  }
+  ExpectGuardsIntact();
+}
+
+// What the bootloader left in misc wins over the state file.
+TEST_F(MiscSessionTest, CurrentSlotIsReadBackFromMisc) {
+  Make({.misc = "misc"});
+  EXPECT_EQ(One("set_active:b"), "OKAY");
+  BootControlBytes b = Block();
+  b[14] = 0x0f;  // b: no tries left, never booted: the bootloader falls back to a
+  PutBlock(b);
+  EXPECT_EQ(One("getvar:current-slot"), "OKAYa");
+  EXPECT_EQ(One("getvar:slot-unbootable:b"), "OKAYyes");
+  EXPECT_EQ(One("getvar:slot-retry-count:b"), "OKAY0");
+}
+
+TEST_F(MiscSessionTest, WithoutMiscTheSlotVariablesAreUnsupported) {
+  EXPECT_EQ(One("getvar:slot-successful:a"), "FAILno misc partition (serve --misc PART)");
+  EXPECT_EQ(One("set_active:b"), "OKAY");
+  EXPECT_EQ(Bytes(parts_[3])[kAt], kGuard);
+  ScriptedTransport t;
+  t.Command("getvar:all");
+  Run(t);
+  for (const auto& line : t.Infos()) EXPECT_FALSE(line.starts_with("slot-successful")) << line;
+}
+
+TEST_F(MiscSessionTest, GetvarAllListsTheSlotVariablesPerSlot) {
+  Make({.misc = "misc"});
+  ScriptedTransport t;
+  t.Command("getvar:all");
+  Run(t);
+  auto infos = t.Infos();
+  for (const char* line : {"slot-successful:a:yes", "slot-successful:b:no", "slot-unbootable:a:no",
+                           "slot-retry-count:b:7"}) {
+    EXPECT_NE(std::find(infos.begin(), infos.end(), line), infos.end()) << line;
+  }
+}
+
+TEST_F(MiscSessionTest, SetActiveHookSeesTheNewSlotAndMisc) {
+  Make({.serialno = "SER1",
+        .on_set_active = "echo \"$1 $FLASHPIPE_HOOK $FLASHPIPE_SLOT$FLASHPIPE_SLOT_SUFFIX "
+                         "$FLASHPIPE_PREVIOUS_SLOT $FLASHPIPE_PARTITION $FLASHPIPE_PARTITION_OFFSET "
+                         "$FLASHPIPE_PARTITION_SIZE $FLASHPIPE_SERIALNO $FLASHPIPE_LOCKED\"",
+        .misc = "misc"});
+  ScriptedTransport t;
+  t.Command("set_active:b");
+  EXPECT_EQ(Run(t), std::vector<std::string>{"OKAY"});
+  EXPECT_EQ(t.Infos(), std::vector<std::string>{fmt::format("b set-active b_b a misc {} {} SER1 0", parts_[3].offset,
+                                                            parts_[3].size)});
+  Make({.on_set_active = "exit 4"});
+  EXPECT_EQ(One("set_active:b"), "FAILset_active hook: exit status 4");
+}
+
+TEST_F(MiscSessionTest, CorruptMiscIsRebuiltFromTheHalsDefaults) {
+  Make({.misc = "misc"});
+  BootControlBytes b = DefaultBootControl(2, 0);
+  b[20] = 1;  // CRC no longer matches
+  std::copy(b.begin(), b.end(), mem_.disk().begin() + parts_[3].offset + kAt);
+  EXPECT_EQ(One("getvar:slot-retry-count:a"), "OKAY7");
+  EXPECT_EQ(One("set_active:b"), "OKAY");
+  b = Block();
+  ASSERT_TRUE(HasValidBootControl(b));
+  EXPECT_EQ(b[20], 0);
+  EXPECT_EQ(NextBootSlot(b, 0), 1);
+}
+
+TEST_F(SessionTest, BootWithoutAHookIsRefusedWithWhatToDo) {
+  auto image = SparseBuilder::RandomBytes(4096, 3);
+  ScriptedTransport t;
+  t.Command("download:" + Hex8(image.size())).Data(image).Command("boot");
+  auto r = Run(t);
+  ASSERT_EQ(r.size(), 2u);
+  EXPECT_EQ(r[1], "FAILboot: not supported: flash boot, then reboot");
+  auto infos = t.Infos();
+  std::string all;
+  for (const auto& i : infos) all += i + " ";
+  EXPECT_NE(all.find("fastboot flash boot IMAGE"), std::string::npos) << all;
+  EXPECT_NE(all.find("--on-boot"), std::string::npos) << all;
+}
+
+TEST_F(SessionTest, BootHandsTheImageToTheHookThenRemovesIt) {
+  testing::TempDir dir;
+  std::string copy = dir.path() + "/booted";
+  Make({.on_boot = "cp \"$1\" " + copy + " && echo \"$1\" > " + copy + ".path && test \"$1\" = \"$FLASHPIPE_IMAGE\""});
+  auto image = SparseBuilder::RandomBytes(10000, 9);
+  ScriptedTransport t;
+  t.Command("download:" + Hex8(image.size())).Data(image).Command("boot").Command("getvar:version");
+  EXPECT_EQ(Run(t), (std::vector<std::string>{"OKAY", "OKAY"}));  // boot ends the session
+  EXPECT_EQ(testing::ReadFile(copy), image);
+  auto text = testing::ReadFile(copy + ".path");
+  std::string path(text.begin(), text.end() - 1);
+  EXPECT_NE(access(path.c_str(), F_OK), 0) << path << " left behind";
+  EXPECT_EQ(One("boot"), "FAILboot: no image downloaded");
+  auto sparse = SparseBuilder(4096).RawBlocks(1, 1).Build();
+  ScriptedTransport s;
+  s.Command("download:" + Hex8(sparse.size())).Data(sparse).Command("boot");
+  EXPECT_EQ(Run(s).back(), "FAILboot: a sparse image cannot be booted");
+}
+
 }  // namespace
 }  // namespace flashpipe::fastboot
