@@ -4,7 +4,8 @@
 # ports, TCP kept with --udp, `fastboot -w` and `fastboot format` through a
 # directory that gives the Debian client its mke2fs (contrib/fastboot-mke2fs),
 # partition types from the GPT type and from --partition-type, the state a
-# lock command reports, and the log line of each flash and erase.
+# lock command reports, the log line of each flash and erase, set_active
+# into misc's bootloader_control with its hook, and `fastboot boot`.
 TRANSPORT=tcp
 source "$(dirname "$0")/fastboot_lib.sh"
 pass() { echo "ok: $* (${SECONDS}s)"; }
@@ -170,7 +171,105 @@ log_checks() {
   pass "one log line per flash and erase without -v; every -v line stamped"
 }
 
+# misc_block DISK: "suffix priority_a tries_a ok_a priority_b tries_b ok_b"
+# from the bootloader_control at byte 2048 of misc, decoded here from AOSP's
+# layout (not by flashpipe's code); fails on a wrong magic or CRC.
+misc_block() {
+  python3 - "$1" "$(board_off misc)" <<'PY'
+import struct, sys, zlib
+with open(sys.argv[1], "rb") as f:
+    f.seek(int(sys.argv[2]) + 2048)
+    b = f.read(32)
+magic, = struct.unpack_from("<I", b, 4)
+crc, = struct.unpack_from("<I", b, 28)
+if magic != 0x42414342 or crc != zlib.crc32(b[:28]) or b[8] != 1 or b[9] & 7 != 2:
+    sys.exit("bad block: " + b.hex())
+out = [b[:4].rstrip(b"\0").decode()]
+for i in (0, 1):
+    x = b[12 + 2 * i]
+    out += [str(x & 15), str((x >> 4) & 7), str(x >> 7)]
+print(" ".join(out))
+PY
+}
+# misc_set DISK SLOT BYTE: what a bootloader does after a failed boot (the
+# slot's metadata byte set, CRC redone), written beside the daemon.
+misc_set() {
+  python3 - "$1" "$(board_off misc)" "$2" "$3" <<'PY'
+import os, struct, sys, zlib
+at = int(sys.argv[2]) + 2048
+with open(sys.argv[1], "r+b") as f:
+    f.seek(at)
+    b = bytearray(f.read(32))
+    b[12 + 2 * "ab".index(sys.argv[3])] = int(sys.argv[4], 0)
+    struct.pack_into("<I", b, 28, zlib.crc32(bytes(b[:28])))
+    f.seek(at)
+    f.write(b)
+    f.flush()
+    os.fsync(f.fileno())
+PY
+}
+
+slot_checks() {
+  make_board "$work/slots.img"
+  cp "$work/slots.img" "$work/slots.snap"
+  local hook="env | grep '^FLASHPIPE_' | sort >'$work/hook.env'; echo \"hook saw \$1\""
+  start_daemon --storage "$work/slots.img" --misc misc --serialno BOARD7 --on-set-active "$hook"
+  fb_ok set_active b
+  grep -q "(bootloader) hook saw b" "$work/fb.out" || die "set_active hook output: $(cat "$work/fb.out")"
+  getvar_is current-slot b || die "current-slot after set_active b"
+  [ "$(misc_block "$work/slots.img")" = "_b 7 7 1 15 6 0" ] || die "misc after set_active b: $(misc_block "$work/slots.img")"
+  for want in FLASHPIPE_HOOK=set-active FLASHPIPE_SLOT=b FLASHPIPE_SLOT_SUFFIX=_b FLASHPIPE_PREVIOUS_SLOT=a \
+      FLASHPIPE_PARTITION=misc "FLASHPIPE_PARTITION_PATH=$work/slots.img" \
+      "FLASHPIPE_PARTITION_OFFSET=$(board_off misc)" "FLASHPIPE_PARTITION_SIZE=$(board_size misc)" \
+      FLASHPIPE_SERIALNO=BOARD7 FLASHPIPE_LOCKED=0 FLASHPIPE_CRITICAL_LOCKED=1; do
+    grep -qxF "$want" "$work/hook.env" || die "hook environment lacks $want: $(cat "$work/hook.env")"
+  done
+  # Misc outside the 32-byte block, and every other partition, untouched.
+  cmp <(board_part "$work/slots.img" misc | head -c 2048) <(board_part "$work/slots.snap" misc | head -c 2048) ||
+    die "set_active changed misc before the block"
+  cmp <(board_part "$work/slots.img" misc | tail -c +2081) <(board_part "$work/slots.snap" misc | tail -c +2081) ||
+    die "set_active changed misc after the block"
+  cmp <(board_part "$work/slots.img" userdata) <(board_part "$work/slots.snap" userdata) || die "set_active touched userdata"
+  pass "set_active b: misc holds AOSP's bootloader_control for b, the hook got its environment"
+
+  # The bootloader ran out of tries on b (priority 15, 0 tries, not successful): a again.
+  misc_set "$work/slots.img" b 0x0f
+  getvar_is current-slot a || die "current-slot does not follow misc: $(fb getvar current-slot 2>&1)"
+  getvar_is slot-unbootable:b yes || die "slot-unbootable:b"
+  getvar_is slot-successful:a yes || die "slot-successful:a"
+  getvar_is slot-retry-count:b 0 || die "slot-retry-count:b"
+  fb getvar all >"$work/fb.out" 2>&1 || true
+  grep -q "(bootloader) slot-retry-count:a:7" "$work/fb.out" || die "getvar all: $(cat "$work/fb.out")"
+  fb_ok set_active b
+  [ "$(misc_block "$work/slots.img")" = "_b 7 7 1 15 6 0" ] || die "misc after set_active b again"
+  grep -qxF FLASHPIPE_PREVIOUS_SLOT=a "$work/hook.env" || die "previous slot: $(cat "$work/hook.env")"
+  stop_daemon
+  pass "current-slot and slot-unbootable/-successful/-retry-count read back what the bootloader left in misc"
+
+  # boot: refused with what to do, or handed to --on-boot.
+  { printf 'ANDROID!'; head -c 300000 /dev/urandom; } >"$work/boot.img"
+  start_daemon --storage "$work/slots.img"
+  fb boot "$work/boot.img" >"$work/fb.out" 2>&1 && die "boot without --on-boot succeeded"
+  grep -q "(bootloader) to run an image: fastboot flash boot IMAGE" "$work/fb.out" &&
+    grep -q "boot: not supported: flash boot, then reboot" "$work/fb.out" || die "boot refusal says: $(cat "$work/fb.out")"
+  stop_daemon
+  start_daemon --storage "$work/slots.img" --on-boot "cp \"\$1\" '$work/booted'; echo \"\$1\" >'$work/booted.path'"
+  fb_ok boot "$work/boot.img"
+  for _ in $(seq 50); do [ -s "$work/booted.path" ] && break; sleep 0.1; done
+  cmp "$work/booted" "$work/boot.img" || die "the boot hook did not get the image"
+  sleep 0.2
+  [ ! -e "$(cat "$work/booted.path")" ] || die "boot image left in $(cat "$work/booted.path")"
+  stop_daemon
+  pass "fastboot boot: refused with what to do; with --on-boot the hook gets the image, removed after"
+
+  local rc=0 out
+  out=$("$FLASHPIPE" serve --storage "$work/slots.img" --misc nosuch --state "$work/m.state" --tcp 0 2>&1) || rc=$?
+  [ "$rc" != 0 ] && grep -q "\-\-misc 'nosuch': no such partition" <<<"$out" || die "--misc nosuch: $rc $out"
+  pass "--misc must name a partition"
+}
+
 cli_checks
 format_checks
+slot_checks
 log_checks
 echo "serve_board_test: all passed"
