@@ -303,8 +303,8 @@ int RunServe(int argc, char** argv) {
                  "shell command run after 'fastboot boot IMAGE' was answered ($1 = the image in a temp file, "
                  "removed when it returns), e.g. kexec. Without it, boot FAILs. Every hook and oem command gets "
                  "FLASHPIPE_HOOK, _SLOT, _SLOT_SUFFIX, _LOCKED, _CRITICAL_LOCKED, _SERIALNO, _PRODUCT in its "
-                 "environment (set_active with --misc also _PARTITION, _PARTITION_PATH, _PARTITION_OFFSET, "
-                 "_PARTITION_SIZE, _PREVIOUS_SLOT; boot _IMAGE)");
+                 "environment (set_active also _PREVIOUS_SLOT, and with --misc _PARTITION, _PARTITION_PATH, "
+                 "_PARTITION_OFFSET, _PARTITION_SIZE; boot _IMAGE)");
   app.add_option("--misc", o.device.misc,
                  "PART: the misc partition (4 KiB at least): set_active writes the slot into its Android "
                  "bootloader_control (AOSP's layout, read by U-Boot's android_ab), current-slot and "
