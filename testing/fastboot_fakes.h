@@ -4,12 +4,16 @@
 //   MemQueue       an IoQueue over a byte vector; every op must fall inside
 //                  one of the allowed windows (the partitions), otherwise it
 //                  is recorded as a violation (or aborts, for the fuzzer).
-//                  Counts syncs and the bytes written since the last one;
+//                  Counts syncs and the bytes written since the last one,
+//                  logs every read (reads());
 //                  Hold() makes writes block until Release() (another thread).
 //   ScriptedTransport  a Transport that replays scripted commands and data
 //                  and records every response; Stall() is a client that
 //                  goes silent (reads wait for the session's deadline),
 //                  SetDelay() one that trickles, SetGone() one that left.
+//                  The device's data phases (fetch, upload) are recorded
+//                  in data(); a phase longer or shorter than announced
+//                  aborts (the transport contract).
 #pragma once
 
 #include <algorithm>
@@ -42,6 +46,9 @@ class MemQueue final : public io::IoQueue {
   const std::vector<std::string>& violations() const { return violations_; }
   std::vector<uint8_t>& disk() { return disk_; }
   uint64_t bytes_written() const { return bytes_written_; }
+  // Every read as [offset, offset + length), in submission order.
+  const std::vector<std::pair<uint64_t, uint64_t>>& reads() const { return reads_; }
+  void ClearReads() { reads_.clear(); }
   int syncs() const { std::lock_guard l(mu_); return syncs_; }
   uint64_t unsynced_bytes() const { std::lock_guard l(mu_); return unsynced_; }
   void Hold() { std::lock_guard l(mu_); held_ = true; }
@@ -97,7 +104,10 @@ class MemQueue final : public io::IoQueue {
     }
     switch (op.kind) {
       case io::OpKind::kWrite: std::memcpy(at, op.buf, op.length); bytes_written_ += op.length; break;
-      case io::OpKind::kRead: std::memcpy(op.buf, at, op.length); break;
+      case io::OpKind::kRead:
+        std::memcpy(op.buf, at, op.length);
+        reads_.emplace_back(op.offset, op.offset + op.length);
+        break;
       case io::OpKind::kZeroOut:
       case io::OpKind::kPunchHole:
       case io::OpKind::kDiscard: std::memset(at, 0, op.length); break;
@@ -109,6 +119,7 @@ class MemQueue final : public io::IoQueue {
   std::vector<std::pair<uint64_t, uint64_t>> windows_;
   std::deque<io::IoCompletion> done_;
   std::vector<std::string> violations_;
+  std::vector<std::pair<uint64_t, uint64_t>> reads_;
   uint64_t bytes_written_ = 0;
   bool abort_ = false;
   mutable std::mutex mu_;
@@ -138,6 +149,14 @@ class ScriptedTransport final : public fastboot::StreamTransport {
   void SetGone(bool gone) { gone_ = gone; }
   bool ClientGone() override { return gone_; }
 
+  // The largest data phase (max_data()); SendData fails as a client gone
+  // once this many bytes of data went out in all.
+  void SetMaxData(uint64_t n) { max_data_ = n; }
+  void SetDataGoneAfter(uint64_t n) { data_gone_after_ = n; }
+  // Every data phase's bytes, concatenated; how many phases began.
+  const std::string& data() const { return data_; }
+  int data_phases() const { return data_phases_; }
+
   const std::vector<std::string>& sent() const { return sent_; }
   // The OKAY and FAIL responses, in order (no INFO, no DATA).
   std::vector<std::string> Finals() const {
@@ -154,7 +173,23 @@ class ScriptedTransport final : public fastboot::StreamTransport {
   }
   void ClearSent() { sent_.clear(); }
 
+  uint64_t max_data() const override { return max_data_; }
+  Status BeginData(uint64_t total) override {
+    if (total == 0 || total > max_data_ || data_left_ != 0) std::abort();  // the contract
+    data_left_ = total;
+    ++data_phases_;
+    return Status::Ok();
+  }
+  Status SendData(std::span<const uint8_t> bytes) override {
+    if (bytes.size() > data_left_) std::abort();  // longer than announced
+    if (data_.size() + bytes.size() > data_gone_after_) return Cancelled("script: gone in the data phase");
+    data_.append(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+    data_left_ -= bytes.size();
+    return Status::Ok();
+  }
+
   Result<std::string> ReadCommand(size_t max_size) override {
+    if (data_left_ != 0) std::abort();  // a data phase left short
     if (!in_.empty() && in_.front().kind == Kind::kStall) return WaitForDeadline();
     if (in_.empty() || in_.front().kind == Kind::kClose) return Cancelled("script: closed");
     Item item = std::move(in_.front());
@@ -178,6 +213,7 @@ class ScriptedTransport final : public fastboot::StreamTransport {
   }
   Status Send(std::string_view message) override {
     if (message.size() > wire::kMaxResponse) std::abort();  // the contract
+    if (data_left_ != 0 && !message.starts_with("DATA")) std::abort();  // a response inside a data phase
     sent_.emplace_back(message);
     return Status::Ok();
   }
@@ -201,6 +237,11 @@ class ScriptedTransport final : public fastboot::StreamTransport {
   std::chrono::milliseconds delay_{0};
   std::atomic<bool> gone_{false};
   std::vector<std::string> sent_;
+  uint64_t max_data_ = UINT32_MAX;
+  uint64_t data_gone_after_ = UINT64_MAX;
+  uint64_t data_left_ = 0;
+  int data_phases_ = 0;
+  std::string data_;
 };
 
 }  // namespace flashpipe::testing

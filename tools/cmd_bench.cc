@@ -50,18 +50,6 @@ void AddFlags(CLI::App& app, Flags& f) {
   app.add_option("--buffer-blocks", f.buffer_blocks, "bounce buffer sizes in logical blocks, or chunk");
 }
 
-// CSV and SVG outputs: stdout for "-", else whole or not at all.
-Status WriteOut(const std::string& path, const std::string& text) {
-  std::span<const uint8_t> bytes(reinterpret_cast<const uint8_t*>(text.data()), text.size());
-  if (path == "-") {
-    std::fflush(stdout);
-    return WriteAll(STDOUT_FILENO, bytes, "stdout");
-  }
-  FP_ASSIGN_OR_RETURN(AtomicFile out, AtomicFile::Create(path));
-  FP_RETURN_IF_ERROR(WriteAll(out.fd(), bytes, out.temp_path()));
-  return out.Commit();
-}
-
 // An input is never an output: --csv, --json and --plot name neither the
 // target nor the image, nor each other; only one of them may be stdout.
 Status CheckOutputs(const Flags& f) {
@@ -137,12 +125,12 @@ Status Transfer(const Flags& f, FILE* out) {
                PrepName(o.prep).c_str(), f.writer.backend.c_str());
   FP_ASSIGN_OR_RETURN(SuiteReport rep, RunTransferSuite(*t, o, area, out));
   std::fprintf(out, "\n%s", FormatSummary(rep.results).c_str());
-  if (!f.csv.empty()) FP_RETURN_IF_ERROR(WriteOut(f.csv, FormatCsv(rep.info, rep.results)));
+  if (!f.csv.empty()) FP_RETURN_IF_ERROR(WriteText(f.csv, FormatCsv(rep.info, rep.results)));
   if (!f.json.empty()) FP_RETURN_IF_ERROR(WriteJson(f.json, FormatJson(rep.info, rep.results)));
   if (!f.plot.empty()) {
     const std::string title = fmt::format("flashpipe bench {} ({}, prep {})", t->name(), rep.info.backend,
                                           rep.info.prep);
-    FP_RETURN_IF_ERROR(WriteOut(f.plot, RenderPlotSvg(rep.results, title)));
+    FP_RETURN_IF_ERROR(WriteText(f.plot, RenderPlotSvg(rep.results, title)));
   }
   return Status::Ok();
 }
@@ -170,11 +158,11 @@ Status Study(const Flags& f, FILE* out) {
   std::fprintf(out, "\n");
   for (const auto& r : results) std::fprintf(out, "%s\n", FormatStudyLine(r, fastest).c_str());
   const StudyInfo info{t->name(), f.sparse, img, area.offset, area.size, t->geometry().logical_block, o.queue_depth};
-  if (!f.csv.empty()) FP_RETURN_IF_ERROR(WriteOut(f.csv, FormatStudyCsv(info, results)));
+  if (!f.csv.empty()) FP_RETURN_IF_ERROR(WriteText(f.csv, FormatStudyCsv(info, results)));
   if (!f.json.empty()) FP_RETURN_IF_ERROR(WriteJson(f.json, FormatStudyJson(info, results)));
   if (!f.plot.empty()) {
     const std::string title = fmt::format("flashpipe bench --sparse {} {}", f.sparse, t->name());
-    FP_RETURN_IF_ERROR(WriteOut(f.plot, RenderStudySvg(results, title)));
+    FP_RETURN_IF_ERROR(WriteText(f.plot, RenderStudySvg(results, title)));
   }
   return Status::Ok();
 }

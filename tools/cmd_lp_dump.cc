@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <tuple>
 
+#include "base/json.h"
 #include "lp/reader.h"
 #include "superimg/open_super.h"
 #include "tools/commands.h"
@@ -14,21 +15,6 @@
 
 namespace flashpipe::tools {
 namespace {
-
-std::string JsonString(std::string_view s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      out += fmt::format("\\u{:04x}", static_cast<int>(c));
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
-}
 
 std::string Flags(uint32_t flags, uint32_t known_bit, const char* known_name) {
   std::string out;

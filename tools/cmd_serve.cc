@@ -20,6 +20,7 @@
 #include "base/units.h"
 #include "fastboot/device.h"
 #include "fastboot/misc_slot.h"
+#include "fastboot/session.h"
 #include "fastboot/storage.h"
 #include "fastboot/tcp.h"
 #include "fastboot/udp.h"
@@ -139,6 +140,10 @@ Status CheckOptions(ServeOptions* o) {
       if (eq == std::string::npos || eq == 0) {
         return InvalidArgument(fmt::format("--oem{} '{}': expected NAME=COMMAND", safe ? "-safe" : "", text));
       }
+      if (Session::IsBuiltinOem(text.substr(0, eq))) {
+        return InvalidArgument(fmt::format("--oem{} '{}': oem {} is built in", safe ? "-safe" : "", text,
+                                           text.substr(0, eq)));
+      }
       o->device.oem.push_back({text.substr(0, eq), text.substr(eq + 1), safe});
     }
   }
@@ -256,7 +261,12 @@ Status Serve(ServeOptions o) {
 
 int RunServe(int argc, char** argv) {
   CLI::App app{"fastboot device daemon: the AOSP fastboot client flashes a GPT disk or named partitions "
-               "over TCP, UDP and USB", CommandName(argv[0])};
+               "over TCP, UDP and USB.\n"
+               "Reading back (unlocked only): fetch:PART[:OFFSET[:SIZE]] sends a range as fastbootd does; "
+               "'fastboot oem stage PART[:OFFSET[:SIZE]]' then 'fastboot get_staged FILE' (upload) fetches one with "
+               "the 29.0.6 client; 'fastboot oem digest PART[:OFFSET[:SIZE]]' answers the SHA-256 of the range as "
+               "it reads back now (O_DIRECT) in two INFO lines 'sha256 1/2 HEX' and 'sha256 2/2 HEX'. OFFSET and "
+               "SIZE: decimal or 0x hex; getvar max-fetch-size is the largest fetch", CommandName(argv[0])};
   ServeOptions o;
   app.add_option("--storage", o.storage, "block device or disk image with a GPT");
   app.add_option("--partition", o.partitions,

@@ -99,9 +99,10 @@ void AddJsonFlag(CLI::App& app, std::string& path, const std::string& what) {
       ->option_text("[=FILE]");
 }
 
-Status WriteJson(const std::string& path, const std::string& text) {
-  std::string line = text + "\n";
-  std::span<const uint8_t> bytes(reinterpret_cast<const uint8_t*>(line.data()), line.size());
+Status WriteJson(const std::string& path, const std::string& text) { return WriteText(path, text + "\n"); }
+
+Status WriteText(const std::string& path, const std::string& text) {
+  std::span<const uint8_t> bytes(reinterpret_cast<const uint8_t*>(text.data()), text.size());
   if (path == "-") {
     std::fflush(stdout);
     return WriteAll(STDOUT_FILENO, bytes, "stdout");

@@ -60,8 +60,9 @@ Result<WriterSettings> ParseWriterFlags(const WriterFlags& flags);
 
 // --json[=FILE]: `path` is "" when not given, "-" for stdout.
 void AddJsonFlag(CLI::App& app, std::string& path, const std::string& what);
-// Writes `text` (plus a newline) to `path` ("-": stdout) through a temp file
-// and rename for a file.
+// WriteText: `text` to `path` as it is, "-" for stdout; a file appears whole
+// or not at all (AtomicFile). WriteJson adds the final newline.
+Status WriteText(const std::string& path, const std::string& text);
 Status WriteJson(const std::string& path, const std::string& text);
 
 }  // namespace flashpipe::tools

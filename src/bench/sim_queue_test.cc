@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+#include <string_view>
+
 #include "bench/transfer.h"
 
 namespace flashpipe::bench {
@@ -138,36 +141,63 @@ INSTANTIATE_TEST_SUITE_P(HostSlowerAndFaster, SimModelTest,
                          ::testing::Values(ModelCase{4096, 100}, ModelCase{4096, 5000},
                                            ModelCase{1 << 20, 2000}, ModelCase{512 << 10, 0}));
 
-// The same in real time (the sim sleeps until each completion, the host really
-// spins): non-blocking beats blocking by what the model predicts. Preemption
-// on a loaded 2-core machine only ever makes a run slower, never faster than
-// the model, so each mode keeps the best of three runs and the bounds are
-// one-sided-tight: >= the model, <= 2x the model, ratio within 0.25.
-TEST(SimRealTimeTest, NonBlockingBeatsBlockingByTheModel) {
-  const SimSpec s = *ParseSimSpec("sim:size=1G,bw=1G,cmd_us=2000,time=real");
-  const uint64_t n = 40, p = 1'000'000, request = 4096;
-  const uint64_t svc = SimServiceNs(s, io::OpKind::kWrite, request);
-  uint64_t best[2] = {UINT64_MAX, UINT64_MAX};
-  for (int attempt = 0; attempt < 3; ++attempt) {
-    for (Mode m : {Mode::kBlocking, Mode::kNonBlocking}) {
-      RealClock clock;
-      const unsigned depth = ModeDepth(m, 4);
-      SimQueue q(s, &clock, depth);
-      TransferSpec spec{Direction::kWrite, m, depth, request, n, 0, 4096, Prep{Prep::kSpin, p}};
-      auto r = RunTransfer(q, clock, spec);
-      ASSERT_TRUE(r.ok()) << r.status().ToString();
-      const uint64_t want = m == Mode::kBlocking ? n * (p + svc) : p + svc + (n - 1) * std::max(p, svc);
-      EXPECT_GE(r->ns, want) << ModeName(m);
-      uint64_t& b = best[m == Mode::kBlocking ? 0 : 1];
-      b = std::min(b, r->ns);
-    }
+// A RealClock that logs host work (P) and waits for the device (W) in the
+// order they happen, and counts any that returned early. How late they
+// return depends on the machine's load, so no test asserts it:
+// bench/sim_time_bench.sh measures real time against the model.
+class LoggingRealClock : public Clock {
+ public:
+  uint64_t Now() override { return real_.Now(); }
+  void SleepUntil(uint64_t t) override {
+    real_.SleepUntil(t);
+    early += real_.Now() < t;
+    log += 'W';
   }
-  const uint64_t want_b = n * (p + svc), want_nb = p + svc + (n - 1) * svc;
-  EXPECT_LE(best[0], 2 * want_b);
-  EXPECT_LE(best[1], 2 * want_nb);
-  const double model = double(want_b) / double(want_nb);
-  const double ratio = double(best[0]) / double(best[1]);
-  EXPECT_NEAR(ratio, model, 0.25) << "blocking " << best[0] << " ns, non-blocking " << best[1] << " ns";
+  void Spend(uint64_t ns) override {
+    const uint64_t start = real_.Now();
+    real_.Spend(ns);
+    early += real_.Now() - start < ns;
+    log += 'P';
+  }
+  std::string log;
+  int early = 0;
+
+ private:
+  RealClock real_;
+};
+
+std::string Repeat(std::string_view s, uint64_t n) {
+  std::string out;
+  for (uint64_t i = 0; i < n; ++i) out += s;
+  return out;
+}
+
+// In real time (the sim sleeps until each completion, the host really
+// spins), what holds whatever the load: no sleep or spin ends early, so no
+// run beats the model; and non-blocking prepares request k+1 before it waits
+// for k (host work overlaps device time), blocking never does.
+TEST(SimRealTimeTest, NonBlockingOverlapsHostWorkAndNoRunBeatsTheModel) {
+  const SimSpec s = *ParseSimSpec("sim:size=1G,bw=1G,cmd_us=2000,time=real");
+  const uint64_t n = 10, p = 1'000'000, request = 4096;
+  const uint64_t svc = SimServiceNs(s, io::OpKind::kWrite, request);
+  const std::string want_log[] = {
+      "P" + Repeat("WP", n - 1) + "W",         // blocking: wait, then prepare the next
+      "PP" + Repeat("WP", n - 2) + "WW",       // non-blocking: one prepared ahead
+  };
+  for (Mode m : {Mode::kBlocking, Mode::kNonBlocking}) {
+    SCOPED_TRACE(ModeName(m));
+    LoggingRealClock clock;
+    const unsigned depth = ModeDepth(m, 4);
+    SimQueue q(s, &clock, depth);
+    TransferSpec spec{Direction::kWrite, m, depth, request, n, 0, 4096, Prep{Prep::kSpin, p}};
+    auto r = RunTransfer(q, clock, spec);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_EQ(clock.early, 0);
+    EXPECT_EQ(clock.log, want_log[m == Mode::kBlocking ? 0 : 1]);
+    const uint64_t model = m == Mode::kBlocking ? n * (p + svc) : p + svc + (n - 1) * std::max(p, svc);
+    EXPECT_GE(r->ns, model);
+    EXPECT_EQ(q.stats().busy_ns, n * svc);
+  }
 }
 
 }  // namespace

@@ -17,6 +17,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <thread>
@@ -27,6 +28,7 @@
 #include "fastboot/deadlines.h"
 #include "fastboot/download.h"
 #include "fastboot/partition_type.h"
+#include "fastboot/readback.h"
 #include "fastboot/state.h"
 #include "fastboot/storage.h"
 
@@ -118,6 +120,12 @@ class FastbootDevice {
   // session that sent it.
   void ForgetDownload() { image_ready_ = false; }
 
+  // What `upload` sends: the range `oem stage` or the last fetch named
+  // (readback.h). Unlike a download it outlives the session: the 29.0.6
+  // client stages and uploads in two runs, two sessions.
+  const std::optional<StagedRange>& staged() const { return staged_; }
+  void Stage(StagedRange range) { staged_ = std::move(range); }
+
   // Validates the last download for `p` and writes it (or queues it).
   // *queued tells whether the write goes on in the background. Each flash
   // and erase logs one line: partition, bytes, seconds, rate.
@@ -157,6 +165,7 @@ class FastbootDevice {
   std::unique_ptr<DownloadBuffer> buffers_[2];
   int download_buffer_ = -1;  // holds the last (or current) download
   bool image_ready_ = false;
+  std::optional<StagedRange> staged_;
   Landing landing_;  // the last (or current) download
 
   std::mutex job_mu_;

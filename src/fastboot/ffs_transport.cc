@@ -18,6 +18,9 @@ constexpr milliseconds kPollStep{1000};
 constexpr milliseconds kDrainWarnAfter{5000};
 // A transfer is sent back to back: this long without a packet, it ended.
 constexpr milliseconds kTransferQuiet{100};
+// Data-phase writes queued at once: enough to keep the bus busy, few enough
+// that the last of them is taken well within write_timeout.
+constexpr size_t kDataWrites = 4;
 
 uint64_t RoundUp(uint64_t v, uint64_t m) { return (v + m - 1) / m * m; }
 uint64_t RoundDown(uint64_t v, uint64_t m) { return v / m * m; }
@@ -216,6 +219,30 @@ Status UsbTransport::Send(std::string_view message) {
   // A response that fills whole packets (64 bytes at full speed) needs a
   // zero-length packet, or the host's read goes on waiting.
   if (!message.empty() && message.size() % mps_ == 0) FP_RETURN_IF_ERROR(SubmitWrite({}, &tag));
+  return Status::Ok();
+}
+
+Status UsbTransport::BeginData(uint64_t total) {
+  data_left_ = total;
+  data_stage_.clear();
+  return Status::Ok();
+}
+
+Status UsbTransport::SendData(std::span<const uint8_t> bytes) {
+  if (bytes.size() > data_left_) return Internal("usb: data phase longer than announced");
+  const size_t chunk = std::max<size_t>(mps_, RoundDown(options_.read_size, mps_));
+  while (!bytes.empty()) {
+    size_t n = std::min(bytes.size(), chunk - data_stage_.size());
+    data_stage_.append(reinterpret_cast<const char*>(bytes.data()), n);
+    bytes = bytes.subspan(n);
+    data_left_ -= n;
+    if (data_stage_.size() < chunk && data_left_ > 0) continue;
+    FP_RETURN_IF_ERROR(CheckHost());
+    while (Queued(Kind::kWrite) >= kDataWrites) FP_RETURN_IF_ERROR(Pump(kPollStep));
+    uint64_t tag;
+    FP_RETURN_IF_ERROR(SubmitWrite(data_stage_, &tag));  // copied at submission
+    data_stage_.clear();
+  }
   return Status::Ok();
 }
 

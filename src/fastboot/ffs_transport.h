@@ -20,6 +20,12 @@
 // later reads' bytes higher than their place: they are moved down before
 // the target sees them; nothing else is copied.
 //
+// Device data phase (fetch, upload): bulk IN writes of read_size bytes, a
+// few in flight, collected from SendData's slices so that every write but
+// the last is whole packets: a short packet would end the host's read early.
+// No zero-length packet after it: the host reads exactly the announced size,
+// and a stray one would be read as an empty response.
+//
 // The host is gone when ep0 says so (HostGone, from the server's ep0
 // thread), when a request fails, when a download gets no data for
 // data_timeout, or when a response waits write_timeout for the host: every
@@ -65,6 +71,9 @@ class UsbTransport final : public Transport {
   Status Send(std::string_view message) override;
   std::string peer() const override { return peer_; }
   bool ClientGone() override { return gone(); }
+  uint64_t max_data() const override { return UINT32_MAX; }
+  Status BeginData(uint64_t total) override;
+  Status SendData(std::span<const uint8_t> bytes) override;
 
   // Waits until the host took every response (bounded by write_timeout).
   Status Flush();
@@ -112,6 +121,9 @@ class UsbTransport final : public Transport {
   uint64_t next_tag_ = 1;
   std::map<uint64_t, Request> requests_;
   std::deque<uint64_t> data_reads_;  // in submission order
+
+  uint64_t data_left_ = 0;  // of the device's data phase, not yet given to SendData
+  std::string data_stage_;  // its next write, filled to whole packets
 
   std::vector<uint8_t> command_buf_;
   uint64_t command_tag_ = 0;  // the queued command read, 0 when none

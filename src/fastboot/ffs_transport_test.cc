@@ -58,38 +58,39 @@ class UsbTransportTest : public ::testing::Test {
     t_ = std::make_unique<UsbTransport>(fake_.get(), options);
     ASSERT_TRUE(t_->Start("usb test").ok());
   }
-  // A host that sends `image` in transfers of the given sizes (cycled), each
-  // once the device has a read queued, as a USB host's transfer waits for one.
-  std::thread Host(std::vector<uint8_t> image, std::vector<size_t> sizes) {
-    return std::thread([this, image = std::move(image), sizes = std::move(sizes)] {
-      size_t at = 0;
-      for (size_t i = 0; at < image.size() && !receiver_done_; ++i) {
-        for (int spin = 0; fake_->reads_queued() == 0 && !receiver_done_ && spin < 2000; ++spin) {
-          std::this_thread::sleep_for(1ms);
-        }
-        size_t n = std::min(sizes[i % sizes.size()], image.size() - at);
-        fake_->HostSend(std::string_view(reinterpret_cast<const char*>(image.data()) + at, n));
-        at += n;
-      }
-    });
-  }
   void ExpectNothingQueued() {
     EXPECT_EQ(fake_->reads_queued(), 0u);
     EXPECT_EQ(fake_->writes_queued(), 0u);
   }
 
-  // Receives into `target` while Host() sends.
-  Status Receive(Target& target, std::thread host) {
-    receiver_done_ = false;
+  // Receives `image` into `target` while a host thread sends it in
+  // transfers of the given sizes (cycled), each once the device has a read
+  // queued, as a USB host's transfer waits for one. The host's stop flag
+  // belongs to this call and is set before the host starts: a flag kept
+  // across calls still said "stop" from the previous download, and a host
+  // that started quickly quit without sending a byte.
+  Status Receive(Target& target, const std::vector<uint8_t>& image, std::vector<size_t> sizes) {
+    std::atomic<bool> receiver_done{false};
+    size_t sent = 0;
+    std::thread host([&] {
+      for (size_t i = 0; sent < image.size() && !receiver_done; ++i) {
+        for (int spin = 0; fake_->reads_queued() == 0 && !receiver_done && spin < 2000; ++spin) {
+          std::this_thread::sleep_for(1ms);
+        }
+        size_t n = std::min(sizes[i % sizes.size()], image.size() - sent);
+        fake_->HostSend(std::string_view(reinterpret_cast<const char*>(image.data()) + sent, n));
+        sent += n;
+      }
+    });
     Status st = t_->ReceiveDownload(target.landing);
-    receiver_done_ = true;
+    receiver_done = true;
     host.join();
+    EXPECT_EQ(sent, image.size()) << "the host stopped before sending the whole image";
     return st;
   }
 
   std::unique_ptr<FakeEndpoints> fake_;
   std::unique_ptr<UsbTransport> t_;
-  std::atomic<bool> receiver_done_{false};
 };
 
 TEST_F(UsbTransportTest, CommandsAndResponsesAtHighSpeed) {
@@ -150,7 +151,7 @@ TEST_F(UsbTransportTest, RawDownloadLandsInPlaceWithReadsInFlight) {
   Make(512, {.read_size = 64 << 10, .read_depth = 6});
   std::vector<uint8_t> image = Random((3 << 20) + 123, 1);
   Target target(image.size());
-  Status st = Receive(target, Host(image, {16384}));  // the 29.0.6 client's transfers
+  Status st = Receive(target, image, {16384});  // the 29.0.6 client's transfers
   ASSERT_TRUE(st.ok()) << st.ToString();
   EXPECT_EQ(target.Joined(), image);
   EXPECT_GE(fake_->max_reads_queued(), 4u);
@@ -163,7 +164,7 @@ TEST_F(UsbTransportTest, ShortTransfersAnywhereStillGiveTheImage) {
   Make(512, {.read_size = 16 << 10, .read_depth = 8});
   std::vector<uint8_t> image = Random((1 << 20) + 7, 2);
   Target target(image.size());
-  Status st = Receive(target, Host(image, {1, 700, 513, 40000, 511, 4096, 9999}));
+  Status st = Receive(target, image, {1, 700, 513, 40000, 511, 4096, 9999});
   ASSERT_TRUE(st.ok()) << st.ToString();
   EXPECT_EQ(target.Joined(), image);
   ExpectNothingQueued();
@@ -177,7 +178,7 @@ TEST_F(UsbTransportTest, SparseDownloadKeepsLargePayloadsOnPages) {
     b.RawBlocks(40, 1).Fill(3, 0xAABBCCDD).DontCare(2).RawBlocks(1, 2).RawBlocks(33, 3).Fill(1, 0).RawBlocks(17, 4);
     std::vector<uint8_t> simg = b.Build();
     Target target(simg.size());
-    Status st = Receive(target, Host(simg, {16384, 1024, 777}));
+    Status st = Receive(target, simg, {16384, 1024, 777});
     ASSERT_TRUE(st.ok()) << st.ToString();
     ASSERT_TRUE(target.landing.Finish().ok());
     // Decoded from the pieces: the expanded image; large payloads on pages.

@@ -6,6 +6,7 @@
 #include "base/units.h"
 #include "fastboot/hooks.h"
 #include "fastboot/misc_slot.h"
+#include "fastboot/readback.h"
 #include "fastboot/reason_text.h"
 #include "wire/protocol.h"
 
@@ -55,6 +56,16 @@ std::vector<std::string> SplitWords(std::string_view s) {
   return out;
 }
 
+// "digest:boot:0:4096" or "digest boot 0 4096" -> "boot:0:4096" for the
+// built-in oem command `name`; "" when `arg` is not that command.
+std::string BuiltinOemArgument(std::string_view arg, std::string_view name) {
+  if (!arg.starts_with(name) || arg.size() == name.size()) return {};
+  if (arg[name.size()] != ':' && arg[name.size()] != ' ') return {};
+  std::string range(arg.substr(name.size() + 1));
+  std::replace(range.begin(), range.end(), ' ', ':');
+  return range;
+}
+
 }  // namespace
 
 const Session::CommandSpec Session::kCommands[] = {
@@ -73,6 +84,14 @@ const Session::CommandSpec Session::kCommands[] = {
     {"shutdown", &Session::DoShutdown, kAllowed, true, false},
     {"boot", &Session::DoBoot, kRefused, true, false},
     {"oem", &Session::DoOem, kHandlerDecides, true, true},  // only --oem-safe commands
+    {"fetch", &Session::DoFetch, kRefused, true, true},      // as fastbootd
+    {"upload", &Session::DoUpload, kRefused, true, false},
+};
+
+// Checked before the --oem commands; each refuses to run while locked.
+const Session::BuiltinOem Session::kBuiltinOems[] = {
+    {"stage", &Session::DoOemStage},
+    {"digest", &Session::DoOemDigest},
 };
 
 const Session::VarSpec Session::kVars[] = {
@@ -96,6 +115,7 @@ const Session::VarSpec Session::kVars[] = {
     {"slot-successful", &Session::VarSlotSuccessful, kSlot},
     {"slot-unbootable", &Session::VarSlotUnbootable, kSlot},
     {"slot-retry-count", &Session::VarSlotRetryCount, kSlot},
+    {"max-fetch-size", &Session::VarMaxFetchSize, kDevice},
 };
 
 Session::Session(FastbootDevice* device, Transport* transport) : device_(device), transport_(transport) {}
@@ -462,6 +482,11 @@ Result<std::string> Session::DoShutdown(const std::string&) {
 Result<std::string> Session::DoOem(const std::string& arg) {
   std::vector<std::string> words = SplitWords(arg);
   if (words.empty()) return InvalidArgument("oem: missing command");
+  for (const auto& builtin : kBuiltinOems) {
+    if (std::string range = BuiltinOemArgument(arg, builtin.name); !range.empty() || arg == builtin.name) {
+      return (this->*builtin.handler)(range);
+    }
+  }
   const DeviceConfig& config = device_->config();
   auto oem = std::find_if(config.oem.begin(), config.oem.end(),
                           [&](const OemCommand& c) { return c.name == words[0]; });
@@ -518,6 +543,102 @@ Result<std::string> Session::DoBoot(const std::string&) {
   return std::string();
 }
 
+// --- reading back (readback.h) -----------------------------------------------
+
+bool Session::IsBuiltinOem(std::string_view name) {
+  return std::any_of(std::begin(kBuiltinOems), std::end(kBuiltinOems),
+                     [&](const BuiltinOem& b) { return b.name == name; });
+}
+
+// The most one fetch or upload sends: max-download-size (fastbootd has one
+// size for both ways), below 2 GiB (the 29.0.6 client keeps the size in an
+// int), and what the transport delivers in one client read (UDP: 1 MiB).
+uint64_t Session::MaxFetch() const {
+  return std::min<uint64_t>({device_->config().max_download_size, 0x7fffffffu, transport_->max_data()});
+}
+
+Result<std::pair<const Partition*, ByteRange>> Session::ResolveRead(const std::string& text) {
+  FP_ASSIGN_OR_RETURN(RangeArg arg, ParseRangeArg(text));
+  FP_ASSIGN_OR_RETURN(const Partition* p, Resolve(arg.partition));
+  FP_ASSIGN_OR_RETURN(ByteRange range, ResolveRange(*p, arg));
+  return std::make_pair(p, range);
+}
+
+Result<StagedRange> Session::ResolveFetch(const std::string& text) {
+  FP_ASSIGN_OR_RETURN(auto read, ResolveRead(text));
+  if (read.second.size > MaxFetch()) {
+    return InvalidArgument(fmt::format("0x{:x} bytes > max-fetch-size 0x{:x}: fetch in parts", read.second.size,
+                                       MaxFetch()));
+  }
+  return StagedRange{read.first->name, read.second};
+}
+
+Result<std::string> Session::SendStaged(const StagedRange& staged) {
+  const Partition* p = device_->storage().Find(staged.partition);
+  if (p == nullptr) return NotFound(fmt::format("partition '{}' not found", staged.partition));
+  if (staged.range.size == 0) return std::string("read 0 bytes");  // as fastbootd: no data phase
+  FP_ASSIGN_OR_RETURN(auto reader, RangeReader::Open(device_->storage(), *p, staged.range));
+  Status read_error;
+  if (Status st = SendRange(*transport_, *reader, staged.range.size, &read_error); !st.ok()) {
+    transport_error_ = st;
+    return st;
+  }
+  if (!read_error.ok()) return read_error;  // the host got zeros for the rest
+  log::Debug("{}: sent '{}' 0x{:x}+0x{:x}", transport_->peer(), p->name, staged.range.offset, staged.range.size);
+  return std::string();
+}
+
+Result<std::string> Session::DoFetch(const std::string& arg) {
+  FP_ASSIGN_OR_RETURN(StagedRange staged, ResolveFetch(arg));
+  device_->Stage(staged);
+  return SendStaged(staged);
+}
+
+Result<std::string> Session::DoUpload(const std::string&) {
+  if (!device_->staged()) return InvalidArgument("nothing staged: oem stage PARTITION[:OFFSET[:SIZE]] or fetch first");
+  StagedRange staged = *device_->staged();
+  if (staged.range.size > MaxFetch()) {  // staged over another transport
+    return InvalidArgument(fmt::format("staged 0x{:x} bytes > max-fetch-size 0x{:x}", staged.range.size, MaxFetch()));
+  }
+  return SendStaged(staged);
+}
+
+Result<std::string> Session::DoOemStage(const std::string& range) {
+  if (device_->state().locked()) return Locked("oem stage");
+  FP_ASSIGN_OR_RETURN(StagedRange staged, ResolveFetch(range));
+  if (staged.range.size == 0) return InvalidArgument("oem stage: 0 bytes");
+  device_->Stage(staged);
+  if (!SendInfo(fmt::format("staged 0x{:x} bytes of '{}' for upload", staged.range.size, staged.partition)).ok()) {
+    return transport_error_;
+  }
+  return std::string();
+}
+
+// The digest goes out as two INFO lines ("sha256 1/2 " and "sha256 2/2 ",
+// 32 hex digits each): 64 digits do not fit one 64-byte response.
+Result<std::string> Session::DoOemDigest(const std::string& range) {
+  if (device_->state().locked()) return Locked("oem digest");
+  FP_ASSIGN_OR_RETURN(auto read, ResolveRead(range));
+  auto [p, bytes] = read;
+  FP_ASSIGN_OR_RETURN(auto reader, RangeReader::Open(device_->storage(), *p, bytes));
+  auto last = Clock::now();
+  auto progress = [&](uint64_t done) -> Status {
+    auto now = Clock::now();
+    if (now - last < std::chrono::seconds(1)) return Status::Ok();
+    last = now;
+    return SendInfo(fmt::format("digest '{}' {}% ({})", p->name, done * 100 / bytes.size, FormatBytes(done)));
+  };
+  auto digest = DigestRange(*reader, progress);
+  if (!transport_error_.ok()) return transport_error_;
+  if (!digest.ok()) return digest.status();
+  std::string hex = Sha256::Hex(*digest);
+  if (!SendInfo("sha256 1/2 " + hex.substr(0, 32)).ok() || !SendInfo("sha256 2/2 " + hex.substr(32)).ok()) {
+    return transport_error_;
+  }
+  log::Debug("{}: sha256 of '{}' 0x{:x}+0x{:x}: {}", transport_->peer(), p->name, bytes.offset, bytes.size, hex);
+  return std::string();
+}
+
 // --- variables --------------------------------------------------------------
 
 Result<std::string> Session::VarVersion(std::string_view) { return std::string("0.4"); }
@@ -569,6 +690,10 @@ Result<std::string> Session::VarHasSlot(std::string_view partition) {
   if (storage.Find(name + "_a") != nullptr || storage.Find(name + "_b") != nullptr) return std::string("yes");
   if (storage.Find(name) != nullptr) return std::string("no");
   return NotFound(fmt::format("partition '{}' not found", name.substr(0, 40)));
+}
+Result<std::string> Session::VarMaxFetchSize(std::string_view) {
+  if (MaxFetch() == 0) return Unsupported("fetch is not supported over this transport");
+  return Hex32(static_cast<uint32_t>(MaxFetch()));
 }
 Result<std::string> Session::VarIsLogical(std::string_view partition) {
   FP_ASSIGN_OR_RETURN(const Partition* p, Resolve(std::string(partition)));

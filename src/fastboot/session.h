@@ -5,7 +5,10 @@
 //
 // Locked means locked for everything that changes the device, as in AOSP:
 // download, flash, erase, set_active, `flashing unlock_critical` and oem
-// commands not marked safe FAIL while `flashing lock` holds.
+// commands not marked safe FAIL while `flashing lock` holds. Reading back
+// (fetch, upload, oem stage, oem digest) FAILs too, as fastbootd refuses
+// fetch: a locked device gives out no partition's content, not even as a
+// digest of a range small enough to guess.
 //
 // A session starts without a download (an image belongs to the session that
 // sent it) and ends at the device's time limits (deadlines.h): past
@@ -24,6 +27,7 @@
 #include <chrono>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "base/status.h"
@@ -44,6 +48,9 @@ class Session {
   Status Run();
   // Run() ended with reboot*/continue (the USB transport then re-enumerates).
   bool rebooted() const { return after_ == After::kReboot; }
+  // oem commands the daemon answers itself (stage, digest): an --oem of
+  // the same name could never run.
+  static bool IsBuiltinOem(std::string_view name);
 
  private:
   using Handler = Result<std::string> (Session::*)(const std::string& arg);
@@ -65,6 +72,11 @@ class Session {
     Scope scope;
   };
   enum class After { kContinue, kEndSession, kReboot, kShutdown, kBoot };
+  using OemHandler = Result<std::string> (Session::*)(const std::string& range);
+  struct BuiltinOem {
+    std::string_view name;
+    OemHandler handler;
+  };
 
   Status Dispatch(std::string_view wire);
   Status Reply(const Result<std::string>& result);
@@ -105,6 +117,15 @@ class Session {
   Result<std::string> DoBoot(const std::string& arg);
   Result<std::string> DoOem(const std::string& arg);
   Result<std::string> RebootTo(std::string target);
+  // Reading back (readback.h): fetch, upload, oem stage, oem digest.
+  Result<std::string> DoFetch(const std::string& arg);
+  Result<std::string> DoUpload(const std::string& arg);
+  Result<std::string> DoOemStage(const std::string& range);
+  Result<std::string> DoOemDigest(const std::string& range);
+  Result<std::pair<const Partition*, ByteRange>> ResolveRead(const std::string& text);
+  Result<StagedRange> ResolveFetch(const std::string& text);
+  Result<std::string> SendStaged(const StagedRange& staged);
+  uint64_t MaxFetch() const;
 
   Result<std::string> VarVersion(std::string_view);
   Result<std::string> VarVersionBootloader(std::string_view);
@@ -126,9 +147,11 @@ class Session {
   Result<std::string> VarSlotSuccessful(std::string_view slot);
   Result<std::string> VarSlotUnbootable(std::string_view slot);
   Result<std::string> VarSlotRetryCount(std::string_view slot);
+  Result<std::string> VarMaxFetchSize(std::string_view);
 
   static const CommandSpec kCommands[];
   static const VarSpec kVars[];
+  static const BuiltinOem kBuiltinOems[];
 
   FastbootDevice* device_;
   Transport* transport_;

@@ -143,7 +143,8 @@ TEST_F(SessionTest, GetvarAllListsEveryVariableAsInfo) {
   EXPECT_TRUE(has("current-slot:a"));
   EXPECT_TRUE(has("has-slot:boot:yes"));
   EXPECT_TRUE(has("has-slot:system:no"));
-  EXPECT_EQ(infos.size(), 13u + 3 * 4 + 3);  // globals, 3 per partition, has-slot per base name
+  EXPECT_TRUE(has("max-fetch-size:0x00200000"));
+  EXPECT_EQ(infos.size(), 14u + 3 * 4 + 3);  // globals, 3 per partition, has-slot per base name
   for (const auto& s : t.sent()) EXPECT_LE(s.size(), wire::kMaxResponse);
 }
 
@@ -360,15 +361,12 @@ TEST_F(SessionTest, RebootAnswersThenEndsTheSession) {
 }
 
 TEST_F(SessionTest, ShutdownRunsTheHookAndCanEndTheDaemon) {
-  char dir[] = "/tmp/fbtestXXXXXX";
-  ASSERT_NE(mkdtemp(dir), nullptr);
-  std::string marker = std::string(dir) + "/down";
+  testing::TempDir dir;
+  std::string marker = dir / "down";
   Make({.on_shutdown = "touch " + marker, .exit_on_shutdown = true});
   EXPECT_EQ(One("shutdown"), "OKAY");
   EXPECT_EQ(access(marker.c_str(), F_OK), 0);
   EXPECT_TRUE(device_->exit_requested());
-  unlink(marker.c_str());
-  rmdir(dir);
 }
 
 TEST_F(SessionTest, OemRunsOnlyConfiguredCommands) {
@@ -485,9 +483,8 @@ TEST_F(SessionTest, WriteBehindErrorIsReportedByTheNextCommand) {
 // set_active, unlock_critical and unmarked oem commands too, not only
 // download, flash and erase. Reading and rebooting still work.
 TEST_F(SessionTest, LockedRefusesEveryCommandThatChangesTheDevice) {
-  char dir[] = "/tmp/fblockXXXXXX";
-  ASSERT_NE(mkdtemp(dir), nullptr);
-  std::string marker = std::string(dir) + "/ran";
+  testing::TempDir dir;
+  std::string marker = dir / "ran";
   Make({.oem = {{"touch", "touch " + marker}, {"info", "echo info", /*allowed_locked=*/true}}});
   EXPECT_EQ(One("flashing lock"), "OKAY");
   EXPECT_EQ(One("set_active:b"), "FAILset_active: locked (fastboot flashing unlock)");
@@ -508,8 +505,6 @@ TEST_F(SessionTest, LockedRefusesEveryCommandThatChangesTheDevice) {
   EXPECT_EQ(One("oem touch"), "OKAY");
   EXPECT_EQ(access(marker.c_str(), F_OK), 0);
   EXPECT_EQ(mem_.bytes_written(), 0u);
-  unlink(marker.c_str());
-  rmdir(dir);
 }
 
 // A download belongs to the session that made it: the next session (another
@@ -557,9 +552,8 @@ TEST_F(SessionTest, OemOutputIsCappedAndTheRestCounted) {
 }
 
 TEST_F(SessionTest, OemKilledAfterTheTimeoutWithEverythingItStarted) {
-  char dir[] = "/tmp/fboemXXXXXX";
-  ASSERT_NE(mkdtemp(dir), nullptr);
-  std::string pidfile = std::string(dir) + "/pid";
+  testing::TempDir dir;
+  std::string pidfile = dir / "pid";
   Make({.oem = {{"hang", "sleep 100 & echo $! > " + pidfile + "; wait"}},
         .hook_timeout = std::chrono::milliseconds(300)});
   auto start = std::chrono::steady_clock::now();
@@ -568,8 +562,6 @@ TEST_F(SessionTest, OemKilledAfterTheTimeoutWithEverythingItStarted) {
   pid_t child = testing::PidFromFile(pidfile);
   ASSERT_GT(child, 0);
   EXPECT_TRUE(testing::ProcessGone(child)) << "the hook's background child survived";
-  unlink(pidfile.c_str());
-  rmdir(dir);
 }
 
 TEST_F(SessionTest, OemKilledWhenTheClientGoesAway) {

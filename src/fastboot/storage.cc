@@ -2,6 +2,7 @@
 
 #include <blkid/blkid.h>
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -259,6 +260,28 @@ Status Storage::Sync(const Partition& p) {
   // The discard model wrote nothing, so there is nothing to flush.
   if (options_.model.kind == io::WriteModelKind::kDiscard) return Status::Ok();
   return backings_[p.backing]->queue->Sync().WithContext(fmt::format("partition '{}'", p.name));
+}
+
+Result<ReadView> Storage::OpenRead(const Partition& p) const {
+  const Backing& b = *backings_[p.backing];
+  UniqueFd fd;
+  if (b.target != nullptr) {
+    fd.Reset(::fcntl(b.target->fd(), F_DUPFD_CLOEXEC, 0));
+    if (!fd.valid()) return ErrnoError(fmt::format("partition '{}': dup {}", p.name, b.path));
+  } else {
+    // ForQueue: the caller's queue does the reads; the reader still stats
+    // its target's file, so it gets one of the storage's size.
+    fd.Reset(::memfd_create("flashpipe-storage", MFD_CLOEXEC));
+    if (!fd.valid() || ::ftruncate(fd.get(), static_cast<off_t>(b.geometry.size)) != 0) {
+      return ErrnoError(fmt::format("partition '{}': memfd", p.name));
+    }
+  }
+  ReadView view;
+  view.target = io::Target::FromFd(std::move(fd), b.path.empty() ? "storage" : b.path, b.geometry, p.offset, p.size);
+  view.queue = b.queue;
+  view.request_size = options_.request_size;
+  view.skip_holes = b.target != nullptr && !b.geometry.block_device;
+  return view;
 }
 
 Status Storage::Erase(const Partition& p) {

@@ -64,6 +64,16 @@ struct WriteOptions {
 
 using ProgressFn = std::function<void(uint64_t done, uint64_t total)>;
 
+// A partition opened for reading back (readback.h): a read-only view whose
+// window is exactly the partition, on the descriptor the storage already
+// holds (O_DIRECT where the storage has it), and the queue to read through.
+struct ReadView {
+  std::unique_ptr<io::Target> target;
+  io::IoQueue* queue = nullptr;
+  uint64_t request_size = 0;  // 0: the reader's default
+  bool skip_holes = false;    // a regular file: holes are not read (they are zeros)
+};
+
 class Storage {
  public:
   static Result<std::unique_ptr<Storage>> OpenGpt(const std::string& path, const WriteOptions& options,
@@ -92,6 +102,8 @@ class Storage {
                const ProgressFn& progress, bool sync = true);
   // fdatasync of the device or file behind the partition.
   Status Sync(const Partition& p);
+  // REQUIRES: no write in flight (the view shares the storage's queue).
+  Result<ReadView> OpenRead(const Partition& p) const;
   // Makes the partition read back as zeros: zeroout (block devices) or holes
   // (files), real zeros when neither works.
   Status Erase(const Partition& p);

@@ -25,6 +25,8 @@ using wire::SendAll;
 constexpr uint64_t kMaxSkippableFrame = 64 << 10;
 constexpr auto kHandshakeTimeout = std::chrono::milliseconds(2000);
 constexpr auto kSendTimeout = std::chrono::seconds(60);
+// How long a newcomer waits for the session holder to end before "busy".
+constexpr auto kBusyGrace = std::chrono::seconds(2);
 
 }  // namespace
 
@@ -98,6 +100,17 @@ Status TcpTransport::Send(std::string_view message) {
   return SendAll(fd_.get(), std::span<const uint8_t>(frame, kHeader + n));
 }
 
+// The frame header waits for the first bytes: the DATA response goes first.
+Status TcpTransport::BeginData(uint64_t total) {
+  data_frame_ = total;
+  return Status::Ok();
+}
+
+Status TcpTransport::SendData(std::span<const uint8_t> bytes) {
+  if (data_frame_ > 0) FP_RETURN_IF_ERROR(SendAll(fd_.get(), wire::tcp::FrameHeader(std::exchange(data_frame_, 0))));
+  return SendAll(fd_.get(), bytes);
+}
+
 Result<std::unique_ptr<TcpServer>> TcpServer::Listen(const std::string& host_port, FastbootDevice* device,
                                                      std::chrono::milliseconds idle_timeout) {
   std::unique_ptr<TcpServer> s(new TcpServer());
@@ -148,11 +161,16 @@ void TcpServer::Serve(UniqueFd fd, std::string peer) {
   }
   std::string owner = transport.peer();
   bool acquired = device_->TryAcquire(owner);
-  if (!acquired && device_->AskToYield()) {
-    // A UDP client between commands gave way: its session ends in a moment.
-    for (int i = 0; i < 100 && !(acquired = device_->TryAcquire(owner)); ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
+  // A UDP client between commands gives way when asked; a TCP client that
+  // has just closed (scripts run `fastboot` back to back) ends its session
+  // as soon as its thread reads the EOF, which on a loaded machine can come
+  // after this connect. Either way the holder is given kBusyGrace to leave
+  // before the newcomer is refused.
+  if (!acquired) device_->AskToYield();
+  const auto give_up = std::chrono::steady_clock::now() + kBusyGrace;
+  while (!acquired && std::chrono::steady_clock::now() < give_up) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    acquired = device_->TryAcquire(owner);
   }
   if (!acquired) {
     std::string busy = fmt::format("busy: another session is active ({})", device_->owner());

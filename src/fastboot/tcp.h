@@ -34,6 +34,9 @@ class TcpTransport : public StreamTransport {
   Status Send(std::string_view message) override;
   std::string peer() const override { return "tcp " + peer_; }
   bool ClientGone() override;
+  uint64_t max_data() const override { return UINT32_MAX; }
+  Status BeginData(uint64_t total) override;
+  Status SendData(std::span<const uint8_t> bytes) override;
 
  private:
   Result<uint64_t> ReadFrameHeader(bool eof_ok);
@@ -42,6 +45,7 @@ class TcpTransport : public StreamTransport {
   std::string peer_;
   std::chrono::milliseconds idle_timeout_;
   uint64_t frame_left_ = 0;  // data-phase bytes still due in the current frame
+  uint64_t data_frame_ = 0;  // an outgoing data phase whose frame header is not sent yet
 };
 
 class TcpServer {

@@ -11,6 +11,16 @@
 // boundaries. Send writes one response message (<= 64 bytes, see
 // protocol.h).
 //
+// The device sends data too (fetch, upload): after a DATA%08x response the
+// host reads exactly that many bytes as one data phase. BeginData announces
+// it (before the DATA response is sent; nothing goes out yet), SendData
+// sends its bytes in order and in any slicing, then the next Send is the
+// final response. Each transport frames the phase as its clients read it:
+// TCP as one frame, UDP as one message of continued packets, each answering
+// a poll, USB as bulk IN transfers of whole packets with a short one only at
+// the end and no zero-length packet. max_data() is the largest phase the
+// transport can carry so that every client reads it (0: none).
+//
 // A Status of code kCancelled means the client went away (TCP close, UDP
 // takeover, USB host gone, idle timeout): the session ends without
 // answering. kTimedOut means the deadline the session set (set_deadline)
@@ -64,6 +74,12 @@ class Transport {
   // Whether the client has gone away, without waiting (asked while a long
   // command, an oem hook, runs). A transport that cannot tell says false.
   virtual bool ClientGone() { return false; }
+
+  // The data phase of an upload (see above). REQUIRES: 0 < total <=
+  // max_data(); SendData gets exactly `total` bytes in all.
+  virtual uint64_t max_data() const { return 0; }
+  virtual Status BeginData(uint64_t /*total*/) { return Unsupported("this transport sends no data"); }
+  virtual Status SendData(std::span<const uint8_t> /*bytes*/) { return Unsupported("this transport sends no data"); }
 
   // ReadCommand and ReceiveDownload wait no later than this (max(): no limit).
   using Deadline = std::chrono::steady_clock::time_point;

@@ -28,6 +28,10 @@ void Wake(int fd) {
 // (the 29.0.6 client retransmits every 500 ms while it waits).
 constexpr auto kDeadAfter = std::chrono::seconds(10);
 
+// Data-phase bytes queued for the packet thread at most (a few packets'
+// worth at once; the session reads the storage meanwhile).
+constexpr size_t kOutboundDataLimit = 256 << 10;
+
 }  // namespace
 
 // --- UdpChannel -------------------------------------------------------------
@@ -92,9 +96,32 @@ Status UdpChannel::Send(std::string_view message) {
   {
     std::lock_guard lock(mu_);
     if (closed_) return Cancelled("udp client gone");
-    outbound_.emplace_back(message.substr(0, wire::kMaxResponse));
+    outbound_.push_back({std::string(message.substr(0, wire::kMaxResponse)), false, 0});
   }
   Wake(wake_fd_);
+  return Status::Ok();
+}
+
+Status UdpChannel::BeginData(uint64_t total) {
+  std::lock_guard lock(mu_);
+  if (closed_) return Cancelled("udp client gone");
+  data_left_ = total;
+  return Status::Ok();
+}
+
+Status UdpChannel::SendData(std::span<const uint8_t> bytes) {
+  while (!bytes.empty()) {
+    size_t n = std::min(bytes.size(), kOutboundDataLimit);
+    {
+      std::unique_lock lock(mu_);
+      cv_.wait(lock, [&] { return outbound_data_ + n <= kOutboundDataLimit || closed_; });
+      if (closed_) return Cancelled("udp client gone in the data phase");
+      outbound_.push_back({std::string(reinterpret_cast<const char*>(bytes.data()), n), true, 0});
+      outbound_data_ += n;
+    }
+    Wake(wake_fd_);
+    bytes = bytes.subspan(n);
+  }
   return Status::Ok();
 }
 
@@ -107,12 +134,33 @@ void UdpChannel::PushInbound(std::span<const uint8_t> bytes, bool end_of_message
   cv_.notify_all();
 }
 
-std::optional<std::string> UdpChannel::TakeOutbound() {
+std::optional<UdpChannel::Packet> UdpChannel::TakeOutbound(size_t max_payload) {
   std::lock_guard lock(mu_);
   if (outbound_.empty()) return std::nullopt;
-  std::string m = std::move(outbound_.front());
-  outbound_.pop_front();
-  return m;
+  if (!outbound_.front().data) {
+    Packet p{std::move(outbound_.front().bytes), false};
+    outbound_.pop_front();
+    return p;
+  }
+  // A data packet: as full as the queued data allows.
+  Packet p;
+  while (p.payload.size() < max_payload && !outbound_.empty() && outbound_.front().data) {
+    Outbound& front = outbound_.front();
+    size_t n = std::min(front.bytes.size() - front.taken, max_payload - p.payload.size());
+    p.payload.append(front.bytes, front.taken, n);
+    front.taken += n;
+    if (front.taken == front.bytes.size()) outbound_.pop_front();
+  }
+  outbound_data_ -= p.payload.size();
+  data_left_ -= std::min<uint64_t>(data_left_, p.payload.size());
+  p.continued = data_left_ > 0;
+  cv_.notify_all();
+  return p;
+}
+
+bool UdpChannel::in_data() const {
+  std::lock_guard lock(mu_);
+  return data_left_ > 0;
 }
 
 void UdpChannel::Close(bool resumable) {
@@ -272,8 +320,9 @@ void UdpServer::SendRaw(const Peer& to, std::span<const uint8_t> pkt) {
   ::sendto(fd_.get(), pkt.data(), pkt.size(), 0, reinterpret_cast<const sockaddr*>(&to.addr), to.len);
 }
 
-void UdpServer::SendTo(const Peer& to, uint8_t id, uint16_t seq, std::string_view payload, bool save) {
-  std::vector<uint8_t> pkt = udp::Packet({.id = id, .seq = seq}, payload);
+void UdpServer::SendTo(const Peer& to, uint8_t id, uint16_t seq, std::string_view payload, bool save,
+                       uint8_t flags) {
+  std::vector<uint8_t> pkt = udp::Packet({.id = id, .flags = flags, .seq = seq}, payload);
   SendRaw(to, pkt);
   if (save) saved_ = std::move(pkt);
 }
@@ -404,11 +453,11 @@ void UdpServer::AnswerPendingPoll(bool keepalive_due) {
     ch = channel_;
   }
   if (!ch) return;
-  std::optional<std::string> msg = ch->TakeOutbound();
-  if (!msg && ch->closed()) msg = wire::Fail("session ended");
-  if (!msg && keepalive_due) msg = wire::Info("still working");
+  std::optional<UdpChannel::Packet> msg = ch->TakeOutbound(packet_size_ - udp::kHeaderSize);
+  if (!msg && ch->closed()) msg = UdpChannel::Packet{wire::Fail("session ended")};
+  if (!msg && keepalive_due && !ch->in_data()) msg = UdpChannel::Packet{wire::Info("still working")};
   if (!msg) return;
-  SendTo(*peer_, udp::kIdFastboot, poll_seq_, *msg, true);
+  SendTo(*peer_, udp::kIdFastboot, poll_seq_, msg->payload, true, msg->continued ? udp::kFlagContinuation : 0);
   expected_seq_ = static_cast<uint16_t>(poll_seq_ + 1);
   poll_pending_ = false;
 }

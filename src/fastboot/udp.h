@@ -16,6 +16,13 @@
 // or every keepalive interval with an INFO line, so the client, which gives
 // up after 60 s of silence, keeps waiting.
 //
+// The device's data phase (fetch, upload) is one message: each poll gets the
+// next packet of it, with the continuation flag on all but the last, as the
+// client reads one message per read. No keepalive is sent from BeginData to
+// the last packet (it would land in the data). The 29.0.6 client reads the
+// whole phase with one read and newer ones read 1 MiB at a time, so a phase
+// is at most 1 MiB (max_data): then both read it as one message.
+//
 // One client at a time: an init from another address while the session is in
 // the middle of a command (and its client was heard within gone_after) is
 // answered with an error packet "busy: ..."; otherwise the new client takes
@@ -55,10 +62,25 @@ class UdpChannel : public StreamTransport {
   Status Send(std::string_view message) override;
   std::string peer() const override { return "udp " + peer_; }
   bool ClientGone() override { return closed(); }
+  // The largest data phase both the 29.0.6 client (one read) and newer
+  // ones (1 MiB reads) take as one message.
+  static constexpr uint64_t kMaxDataPhase = 1 << 20;
+  uint64_t max_data() const override { return kMaxDataPhase; }
+  Status BeginData(uint64_t total) override;
+  // Blocks while the queued data is over its limit (the client polls it out).
+  Status SendData(std::span<const uint8_t> bytes) override;
 
   // Server side. PushInbound blocks while the inbound queue is over its limit.
   void PushInbound(std::span<const uint8_t> bytes, bool end_of_message);
-  std::optional<std::string> TakeOutbound();
+  // What answers the next poll: a response, or the next packet of a data
+  // phase, up to max_payload bytes (`continued`: more of it follows).
+  struct Packet {
+    std::string payload;
+    bool continued = false;
+  };
+  std::optional<Packet> TakeOutbound(size_t max_payload);
+  // Between BeginData and the data phase's last packet taken.
+  bool in_data() const;
   // Ends the session. resumable: the client was only quiet between
   // commands, and its next command may start a new session.
   void Close(bool resumable = false);
@@ -82,7 +104,14 @@ class UdpChannel : public StreamTransport {
   std::deque<Chunk> inbound_;
   size_t inbound_bytes_ = 0;
   size_t head_offset_ = 0;  // bytes of inbound_.front() already read
-  std::deque<std::string> outbound_;
+  struct Outbound {
+    std::string bytes;
+    bool data;  // part of a data phase, else a response
+    size_t taken;  // bytes of it already in packets
+  };
+  std::deque<Outbound> outbound_;
+  size_t outbound_data_ = 0;  // data bytes queued
+  uint64_t data_left_ = 0;    // of the data phase, not yet taken
   bool closed_ = false;
   bool resumable_ = false;
   bool waiting_for_command_ = false;
@@ -131,7 +160,7 @@ class UdpServer {
   void HandleFastboot(const Peer& from, uint8_t flags, uint16_t seq, std::span<const uint8_t> payload);
   void AnswerPendingPoll(bool keepalive_due);
   void SendRaw(const Peer& to, std::span<const uint8_t> packet);
-  void SendTo(const Peer& to, uint8_t id, uint16_t seq, std::string_view payload, bool save);
+  void SendTo(const Peer& to, uint8_t id, uint16_t seq, std::string_view payload, bool save, uint8_t flags = 0);
   bool CanTakeOver(const Peer& from) const;
   // The device's yield offer for a session (any thread): ends `ch` when its
   // client is between commands or gone.

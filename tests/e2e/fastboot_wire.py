@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Speaks raw fastboot TCP/UDP to `flashpipe serve` for the fault tests:
 malformed frames and packets, a client that dies mid-download, a client that
-holds the session. Every check prints 'ok: ...' or exits non-zero with
+holds the session; and fetch, which the 29.0.6 client cannot send. Every check prints 'ok: ...' or exits non-zero with
 'FAIL: ...'. Usage: fastboot_wire.py MODE HOST PORT [ARGS]."""
 import socket
 import struct
@@ -276,6 +276,48 @@ def udp_trickle(host, port, limit):
     fail("trickling udp download still going after %.1f s" % limit)
 
 
+def tcp_fetch(host, port, cmd, out):
+    """Sends CMD (fetch:... or upload) and reads its data phase as the clients
+    do: DATA%08x, then one frame of exactly that size, then OKAY. Writes the
+    bytes to OUT."""
+    t = Tcp(host, port)
+    r = t.command(cmd)
+    if r is None or not r.startswith("DATA"):
+        fail("%s -> %r %r" % (cmd, r, getattr(t, "infos", [])))
+    size = int(r[4:], 16)
+    (n,) = struct.unpack(">Q", t.recv_exact(8))
+    expect(n == size, "%s: one frame of %d bytes" % (cmd, size))
+    data = t.recv_exact(size)
+    expect(len(data) == size, "%s: %d bytes received" % (cmd, size))
+    expect(t.response() == "OKAY", "%s: OKAY after the data" % cmd)
+    with open(out, "wb") as f:
+        f.write(data)
+
+
+def udp_fetch(host, port, cmd, out):
+    """As tcp_fetch over UDP: after DATA, polls collect one message of
+    continued packets (the flag on all but the last), then OKAY."""
+    u = Udp(host, port)
+    u.start(8192)
+    r = u.command(cmd)
+    if not r.startswith("DATA"):
+        fail("%s -> %r" % (cmd, r))
+    size = int(r[4:], 16)
+    data = b""
+    while True:
+        p = u.packet(b"")
+        if p is None:
+            fail("%s: no packet after %d bytes" % (cmd, len(data)))
+        data += p[4:]
+        if not p[1] & 1:
+            break
+    expect(len(data) == size, "%s: one message of %d bytes" % (cmd, size))
+    r = u.packet(b"")
+    expect(r is not None and r[4:] == b"OKAY", "%s: OKAY after the data" % cmd)
+    with open(out, "wb") as f:
+        f.write(data)
+
+
 def udp_hold(host, port, seconds):
     u = Udp(host, port)
     u.start(1024)
@@ -303,6 +345,8 @@ def main():
         "udp-malformed": lambda: udp_malformed(host, port),
         "udp-partial-download": lambda: udp_partial_download(host, port, int(args[0]), int(args[1])),
         "udp-hold": lambda: udp_hold(host, port, float(args[0])),
+        "tcp-fetch": lambda: tcp_fetch(host, port, args[0], args[1]),
+        "udp-fetch": lambda: udp_fetch(host, port, args[0], args[1]),
     }
     modes[mode]()
 

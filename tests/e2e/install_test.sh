@@ -159,21 +159,43 @@ for path in "${CMDS[@]}"; do
 done
 # Type into an interactive zsh (zpty) and read back the completed line.
 cat >zdrive.zsh <<'EOF'
-zmodload zsh/zpty
+# zsh zdrive.zsh FPATH_DIR LINE WANT: types LINE and a TAB into an
+# interactive zsh and prints what the terminal showed (escapes and CRs
+# removed) once it shows WANT, or after 20 s without it. No fixed sleeps:
+# how long zsh takes to start and to complete depends on the machine's load.
+zmodload zsh/zpty zsh/datetime
+setopt extendedglob
+out=''
+shown() { print -r -- ${${out//$'\r'/}//$'\e'\[[0-9;?]#[A-Za-z]/}; }
+# Reads the terminal until what it shows matches the pattern $1 (bounded).
+read_until() {
+  local chunk end=$((EPOCHREALTIME + 20))
+  while [[ "$(shown)" != $~1 ]] && ((EPOCHREALTIME < end)); do
+    if zpty -r -t z chunk; then out+=$chunk; else sleep 0.05; fi
+  done
+}
 zpty z "zsh -f -i"
-zpty -w z "PS1='%% '; fpath=($1 \$fpath); autoload -Uz compinit; compinit -u -D; setopt nobeep"
-sleep 1
-zpty -r -t z junk
+# The marker is printed (not just echoed: the quotes) once compinit is done;
+# the prompt after it means the line editor waits for input.
+zpty -w z "PS1='%% '; fpath=($1 \$fpath); autoload -Uz compinit; compinit -u -D; setopt nobeep; print ready''-for-tab"
+read_until '*ready-for-tab*% *'
+out=''
 zpty -n -w z "$2"$'\t'
-sleep 1.5
-zpty -r -t z out
-print -r -- "$out"
+read_until "*${(b)3}*"
+shown
 zpty -d z
 EOF
-zcomplete() { PATH=$root/bin:$PATH timeout 30 zsh -f zdrive.zsh "$(dirname "$zcomp")" "$1" | tr -d '\r' | sed 's/\x1b\[[0-9;?]*[A-Za-z]//g'; }
-zcomplete "flashpipe wr" | grep -q "flashpipe write $" || fail "zsh: flashpipe wr<TAB>: $(zcomplete "flashpipe wr" | tail -c 200)"
-zcomplete "flashpipe write --verify-o" | grep -q -- "--verify-only" || fail "zsh: flashpipe write --verify-o<TAB>"
-zcomplete "img2simg --cr" | grep -q -- "img2simg --crc" || fail "zsh: img2simg (the link) --cr<TAB>"
+# zcomplete LINE WANT: what zsh shows after LINE<TAB> (once it shows WANT).
+zcomplete() {
+  PATH=$root/bin:$PATH timeout 30 zsh -f zdrive.zsh "$(dirname "$zcomp")" "$1" "$2" | tr -d '\r' |
+    sed 's/\x1b\[[0-9;?]*[A-Za-z]//g'
+}
+out=$(zcomplete "flashpipe wr" "flashpipe write ")
+grep -q "flashpipe write $" <<<"$out" || fail "zsh: flashpipe wr<TAB>: $(tail -c 200 <<<"$out")"
+out=$(zcomplete "flashpipe write --verify-o" "--verify-only")
+grep -q -- "--verify-only" <<<"$out" || fail "zsh: flashpipe write --verify-o<TAB>: $(tail -c 200 <<<"$out")"
+out=$(zcomplete "img2simg --cr" "img2simg --crc")
+grep -q -- "img2simg --crc" <<<"$out" || fail "zsh: img2simg (the link) --cr<TAB>: $(tail -c 200 <<<"$out")"
 
 step "systemd unit"
 unit=$root/lib/systemd/system/flashpipe-serve.service

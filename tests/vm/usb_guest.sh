@@ -89,6 +89,36 @@ grep -q "Sending 'system'" fb.out || die "ext4: $(tail -3 fb.out)"
 pass "flash of a sparse ext4 image"
 
 python3 usb_wire.py garbage $S1 || die "bad input over usb"
+pass "bad input over usb answered"
+
+# Reading back over USB: get_staged (upload) and fetch send the disk's
+# bytes (bulk IN in whole packets, no zero-length packet after a multiple of
+# 512: usb_wire.py reads the response right after the data); oem digest is
+# their SHA-256, and a byte changed behind the daemon's back changes it.
+sys_off=$(awk '$1=="system" {print $2*512}' layout)
+part_bytes() { dd if=disk.img bs=1M iflag=skip_bytes,count_bytes skip=$((sys_off + $1)) count=$2 status=none; }
+usb_digest() {
+  fb $S1 oem digest system "$1" "$2" >dg.out 2>&1 || die "oem digest: $(tail -3 dg.out)"
+  sed -n 's/.*(bootloader) sha256 [12]\/2 \([0-9a-f]\{32\}\)$/\1/p' dg.out | tr -d '\n'
+}
+for range in "4096 1048576" "3 100001"; do
+  set -- $range
+  fb_ok $S1 oem stage system $1 $2
+  fb_ok $S1 get_staged /tmp/img/staged.bin
+  cmp /tmp/img/staged.bin <(part_bytes $1 $2) || die "get_staged of system $1 $2 differs"
+done
+python3 usb_wire.py fetch $S1 system 8192 1048576 /tmp/img/fetched.bin || die "fetch over usb"
+cmp /tmp/img/fetched.bin <(part_bytes 8192 1048576) || die "fetch of system 8192 1048576 differs"
+at=$((41 << 20))  # past the ext4 image, which the host checks afterwards
+before=$(usb_digest $at 1048576)
+[ "$before" = "$(part_bytes $at 1048576 | sha256sum | cut -d' ' -f1)" ] || die "oem digest != sha256sum: $before"
+python3 -c 'import os, sys
+fd = os.open("disk.img", os.O_RDWR); at = int(sys.argv[1])
+os.pwrite(fd, bytes([(os.pread(fd, 1, at)[0] + 1) % 256]), at); os.fsync(fd)' $((sys_off + at + 0x12345))
+after=$(usb_digest $at 1048576)
+[ "$after" != "$before" ] && [ "$after" = "$(part_bytes $at 1048576 | sha256sum | cut -d' ' -f1)" ] ||
+  die "digest after a byte changed on the device: $after (before $before)"
+pass "get_staged (1 MiB; 100001 bytes at offset 3) and fetch (1 MiB) == disk bytes; oem digest follows a byte changed behind the daemon"
 
 # A second gadget on the second UDC; both flashed at once.
 ./flashpipe serve --usb --no-tcp --udc dummy_udc.1 --serialno $S2 --storage disk2.img --state state2 \

@@ -11,7 +11,7 @@
 TRANSPORT=usb
 source "$(dirname "$0")/../e2e/fastboot_lib.sh"
 source "$(dirname "$0")/vm_lib.sh"
-VM_SECONDS=${VM_SECONDS:-170}
+VM_SECONDS=${VM_SECONDS:-360}  # ~120 s idle; 300 s seen with load 11 on 2 cores (TCG)
 
 for tool in qemu-system-x86_64 busybox dpkg-deb; do
   command -v $tool >/dev/null || die "$tool not installed (scripts/setup.sh installs it)"

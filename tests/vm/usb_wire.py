@@ -3,8 +3,10 @@
 input checks: garbage, an over-long transfer, data after a FAIL, a download
 longer than announced, a control request the function does not handle.
 Every check prints 'ok: ...' or exits non-zero with 'FAIL: ...'.
-Also a download that stops halfway (partial), for the unbind check.
-Usage: usb_wire.py garbage SERIAL | partial SERIAL SIZE SENT"""
+Also a download that stops halfway (partial), for the unbind check, and a
+fetch read back to a file (the 29.0.6 client has no fetch verb).
+Usage: usb_wire.py garbage SERIAL | partial SERIAL SIZE SENT |
+       fetch SERIAL PART OFFSET SIZE FILE"""
 import ctypes
 import errno
 import fcntl
@@ -138,13 +140,41 @@ def partial(serial, size, sent):
     time.sleep(600)
 
 
+def fetch(serial, part, offset, size, path):
+    """fetch:PART:OFFSET:SIZE into `path`. The data phase is read in 64 KiB
+    transfers; the response read right after it must be OKAY: a zero-length
+    packet after data that ends on a packet boundary would be read there."""
+    u = Usb(serial)
+    u.send(b"fetch:%s:0x%x:0x%x" % (part.encode(), offset, size))
+    r = u.final()
+    expect(r == "DATA%08x" % size, "fetch started: " + r)
+    data = bytearray()
+    while len(data) < size:
+        n = min(65536, size - len(data))
+        buf = ctypes.create_string_buffer(n)
+        got = u.bulk(u.ep_in, buf)
+        if got == 0:
+            fail("zero-length transfer at byte %d of %d" % (len(data), size))
+        data += buf.raw[:got]
+    r = u.response()
+    expect(r == "OKAY", "fetch of %d bytes, then the response, no zero-length packet: %r" % (size, r))
+    with open(path, "wb") as f:
+        f.write(data)
+    u.send(b"fetch:%s:0x%x:0x%x" % (part.encode(), offset, 0x7fffffff))
+    r = u.final()
+    expect(r.startswith("FAIL"), "fetch past the partition or max-fetch-size: " + r)
+    u.close()
+
+
 def main():
     if len(sys.argv) == 3 and sys.argv[1] == "garbage":
         garbage(sys.argv[2])
     elif len(sys.argv) == 5 and sys.argv[1] == "partial":
         partial(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))
+    elif len(sys.argv) == 7 and sys.argv[1] == "fetch":
+        fetch(sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5]), sys.argv[6])
     else:
-        fail("usage: usb_wire.py garbage SERIAL | partial SERIAL SIZE SENT")
+        fail("usage: usb_wire.py garbage SERIAL | partial SERIAL SIZE SENT | fetch SERIAL PART OFFSET SIZE FILE")
 
 
 if __name__ == "__main__":
