@@ -268,8 +268,32 @@ slot_checks() {
   pass "--misc must name a partition"
 }
 
+# A board with 512 MiB: idle, the daemon does not hold max-download-size
+# (256M by default) unless told to (--prefault).
+memory_checks() {
+  truncate -s 16M "$work/mem.img"
+  start_daemon --partition "data=$work/mem.img"
+  sleep 1
+  local rss
+  rss=$(awk '/^VmRSS/ {print $2}' "/proc/$daemon_pid/status")
+  [ "$rss" -lt 65536 ] || die "idle RSS ${rss} KiB with the default 256M buffer"
+  head -c 4M /dev/urandom >"$work/mem.raw"
+  fb_ok flash data "$work/mem.raw"
+  stop_daemon
+  start_daemon --partition "data=$work/mem.img" --prefault
+  for _ in $(seq 100); do
+    rss=$(awk '/^VmRSS/ {print $2}' "/proc/$daemon_pid/status")
+    [ "$rss" -ge 262144 ] && break
+    sleep 0.1
+  done
+  [ "$rss" -ge 262144 ] || die "--prefault: RSS ${rss} KiB, not the 256M buffer"
+  stop_daemon
+  pass "idle RSS under 64 MiB by default (was ${rss} KiB with --prefault)"
+}
+
 cli_checks
 format_checks
 slot_checks
 log_checks
+memory_checks
 echo "serve_board_test: all passed"
