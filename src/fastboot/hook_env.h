@@ -5,9 +5,9 @@
 //   FLASHPIPE_HOOK             set-active, boot, reboot, shutdown or oem
 //   FLASHPIPE_SERIALNO         getvar serialno (--serialno)
 //   FLASHPIPE_PRODUCT          getvar product (--product)
-//   FLASHPIPE_SLOT             the active slot, a or b (set-active: the new
-//                              one); empty when the device has no A/B
-//                              partitions
+//   FLASHPIPE_SLOT             the slot to boot next, a or b (with --misc as
+//                              misc says; set-active: the new one); empty
+//                              when the device has no A/B partitions
 //   FLASHPIPE_SLOT_SUFFIX      _a or _b (empty likewise)
 //   FLASHPIPE_LOCKED           1 while flashing is locked, else 0
 //   FLASHPIPE_CRITICAL_LOCKED  1 while the critical partitions are locked

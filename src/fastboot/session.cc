@@ -223,11 +223,11 @@ bool Session::HasSlots() const {
   return false;
 }
 
-HookContext Session::HookState(std::string_view hook) const {
+HookContext Session::HookState(std::string_view hook) {
   const DeviceConfig& config = device_->config();
   const PersistentState& state = device_->state();
   HookContext c{.hook = hook, .serialno = config.serialno, .product = config.product,
-                .slot = HasSlots() ? state.slot() : '\0', .locked = state.locked(),
+                .slot = HasSlots() ? ActiveSlot() : '\0', .locked = state.locked(),
                 .critical_locked = state.critical_locked()};
   return c;
 }

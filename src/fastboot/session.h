@@ -87,8 +87,8 @@ class Session {
   Result<const Partition*> Resolve(const std::string& name);
   Result<const Partition*> ResolveWritable(const std::string& name);
   bool HasSlots() const;
-  // The device's state for a hook (hook_env.h).
-  HookContext HookState(std::string_view hook) const;
+  // The device's state for a hook (hook_env.h); the slot is ActiveSlot().
+  HookContext HookState(std::string_view hook);
   // Runs `command` now, its output going to the client as INFO lines;
   // `what` names it in the FAIL ("oem NAME", "set_active hook").
   Result<std::string> RunClientHook(const std::string& command, const std::string& what, const std::string& name,

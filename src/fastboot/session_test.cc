@@ -485,10 +485,14 @@ TEST_F(SessionTest, WriteBehindErrorIsReportedByTheNextCommand) {
 TEST_F(SessionTest, LockedRefusesEveryCommandThatChangesTheDevice) {
   testing::TempDir dir;
   std::string marker = dir / "ran";
-  Make({.oem = {{"touch", "touch " + marker}, {"info", "echo info", /*allowed_locked=*/true}}});
+  Make({.oem = {{"touch", "touch " + marker}, {"info", "echo info", /*allowed_locked=*/true}},
+        .on_set_active = "touch " + marker, .on_boot = "touch " + marker, .misc = "misc"});
   EXPECT_EQ(One("flashing lock"), "OKAY");
+  EXPECT_EQ(One("boot"), "FAILboot: locked (fastboot flashing unlock)");
+  EXPECT_EQ(Bytes(parts_[3])[2048], kGuard) << "a refused set_active wrote misc";
   EXPECT_EQ(One("set_active:b"), "FAILset_active: locked (fastboot flashing unlock)");
   EXPECT_EQ(One("getvar:current-slot"), "OKAYa");
+  EXPECT_EQ(Bytes(parts_[3])[2048], kGuard) << "a refused set_active wrote misc";
   EXPECT_EQ(One("flashing unlock_critical"), "FAILflashing unlock_critical: locked (fastboot flashing unlock)");
   EXPECT_TRUE(device_->state().critical_locked());
   EXPECT_EQ(One("oem touch"), "FAILoem touch: locked (fastboot flashing unlock)");
@@ -501,10 +505,12 @@ TEST_F(SessionTest, LockedRefusesEveryCommandThatChangesTheDevice) {
   EXPECT_EQ(One("flashing lock_critical"), "OKAY");
   EXPECT_EQ(One("reboot-bootloader"), "OKAY");
   EXPECT_EQ(One("flashing unlock"), "OKAY");
-  EXPECT_EQ(One("set_active:b"), "OKAY");
+  EXPECT_EQ(access(marker.c_str(), F_OK), -1) << "a refused hook ran";
+  EXPECT_EQ(mem_.bytes_written(), 0u);
+  EXPECT_EQ(One("set_active:b"), "OKAY");  // unlocked: misc's block written, 512 bytes
+  EXPECT_EQ(mem_.bytes_written(), 512u);
   EXPECT_EQ(One("oem touch"), "OKAY");
   EXPECT_EQ(access(marker.c_str(), F_OK), 0);
-  EXPECT_EQ(mem_.bytes_written(), 0u);
 }
 
 // A download belongs to the session that made it: the next session (another
@@ -697,7 +703,9 @@ TEST_F(MiscSessionTest, SetActiveWritesMiscAndTheSlotVariablesReadIt) {
 
 // What the bootloader left in misc wins over the state file.
 TEST_F(MiscSessionTest, CurrentSlotIsReadBackFromMisc) {
-  Make({.misc = "misc"});
+  testing::TempDir dir;
+  std::string out = dir / "slot";
+  Make({.on_reboot = "echo $FLASHPIPE_SLOT > " + out, .misc = "misc"});
   EXPECT_EQ(One("set_active:b"), "OKAY");
   BootControlBytes b = Block();
   b[14] = 0x0f;  // b: no tries left, never booted: the bootloader falls back to a
@@ -705,6 +713,9 @@ TEST_F(MiscSessionTest, CurrentSlotIsReadBackFromMisc) {
   EXPECT_EQ(One("getvar:current-slot"), "OKAYa");
   EXPECT_EQ(One("getvar:slot-unbootable:b"), "OKAYyes");
   EXPECT_EQ(One("getvar:slot-retry-count:b"), "OKAY0");
+  EXPECT_EQ(One("reboot"), "OKAY");
+  auto text = testing::ReadFile(out);
+  EXPECT_EQ(std::string(text.begin(), text.end()), "a\n") << "the reboot hook's slot is the one that boots";
 }
 
 TEST_F(MiscSessionTest, WithoutMiscTheSlotVariablesAreUnsupported) {
@@ -788,6 +799,20 @@ TEST_F(SessionTest, BootHandsTheImageToTheHookThenRemovesIt) {
   ScriptedTransport s;
   s.Command("download:" + Hex8(sparse.size())).Data(sparse).Command("boot");
   EXPECT_EQ(Run(s).back(), "FAILboot: a sparse image cannot be booted");
+}
+
+
+TEST_F(SessionTest, RebootAndShutdownHooksGetTheEnvironment) {
+  testing::TempDir dir;
+  std::string out = dir / "env";
+  std::string dump = "echo \"$FLASHPIPE_HOOK $* $FLASHPIPE_SLOT $FLASHPIPE_LOCKED $FLASHPIPE_PRODUCT\" >> " + out;
+  Make({.product = "board9", .on_reboot = dump, .on_shutdown = dump});
+  EXPECT_EQ(One("set_active:b"), "OKAY");
+  EXPECT_EQ(One("reboot-recovery"), "OKAY");
+  EXPECT_EQ(One("flashing lock"), "OKAY");
+  EXPECT_EQ(One("shutdown"), "OKAY");
+  auto text = testing::ReadFile(out);
+  EXPECT_EQ(std::string(text.begin(), text.end()), "reboot recovery b 0 board9\nshutdown  b 1 board9\n");
 }
 
 }  // namespace
