@@ -36,6 +36,8 @@ install(DIRECTORY ${GEN_DIR}/man/man1 DESTINATION ${CMAKE_INSTALL_MANDIR} COMPON
 install(FILES ${GEN_DIR}/bash/flashpipe DESTINATION ${CMAKE_INSTALL_DATADIR}/bash-completion/completions
         COMPONENT flashpipe)
 install(FILES ${PROJECT_SOURCE_DIR}/README.md DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT flashpipe)
+# The JSON Schema of every --json report and of --progress json events.
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/docs/schema DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT flashpipe)
 
 # Paths that depend on the prefix chosen at install time (cmake --install
 # --prefix, cpack's /usr), so they are worked out then: with prefix /usr the

@@ -12,7 +12,7 @@ PACKAGES=(
   libisal-dev zlib1g-dev libarchive-dev libzstd-dev liblzma-dev libbz2-dev liblz4-dev
   libpugixml-dev libssl-dev libblkid-dev libfdisk-dev
   fastboot android-sdk-libsparse-utils bmap-tools fio
-  e2fsprogs gdisk fdisk util-linux xxd python3 python3-fuse time
+  e2fsprogs gdisk fdisk util-linux xxd python3 python3-fuse python3-jsonschema time
   gzip xz-utils zstd bzip2 lz4
   dpkg-dev man-db groff-base zsh systemd
   qemu-system-x86 busybox-static

@@ -4,6 +4,7 @@
 //   testing::MemoryBlockIo dev(1 << 20);
 //   dev.TearWrite(3);            // the 3rd write from now is torn and fails;
 //                                // every call after it fails (power is gone)
+//   dev.FailSync(2);             // or: the 2nd sync from now fails, likewise
 //   Status s = lp::UpdateMetadata(dev, m, 0);
 //   auto after = dev.AfterCrash(/*keep_unsynced=*/false);
 //
@@ -60,6 +61,10 @@ class MemoryBlockIo final : public lp::BlockIo {
 
   Status Sync() override {
     if (failed_) return IoError("sync after a failure", EIO);
+    if (syncs_ + 1 == fail_sync_at_) {  // nothing made durable; the writes' fates are open
+      failed_ = true;
+      return IoError(fmt::format("sync {} failed", syncs_ + 1), EIO);
+    }
     for (const auto& w : pending_) std::copy(w.bytes.begin(), w.bytes.end(), durable_.begin() + w.offset);
     pending_.clear();
     ++syncs_;
@@ -68,6 +73,9 @@ class MemoryBlockIo final : public lp::BlockIo {
 
   // The n-th write from now (1-based) fails and the power goes; 0: none.
   void TearWrite(uint64_t n) { tear_at_ = n == 0 ? 0 : writes_ + n; }
+  // The n-th sync from now (1-based) fails and the power goes, its writes
+  // still unsynced; 0: none.
+  void FailSync(uint64_t n) { fail_sync_at_ = n == 0 ? 0 : syncs_ + n; }
 
   enum class Fate { kLost, kTorn, kLanded };
   size_t unsynced_writes() const { return pending_.size(); }
@@ -111,7 +119,7 @@ class MemoryBlockIo final : public lp::BlockIo {
   std::vector<uint8_t> durable_;
   std::vector<PendingWrite> pending_;
   std::string name_;
-  uint64_t writes_ = 0, syncs_ = 0, reads_ = 0, tear_at_ = 0;
+  uint64_t writes_ = 0, syncs_ = 0, reads_ = 0, tear_at_ = 0, fail_sync_at_ = 0;
   bool failed_ = false;
 };
 

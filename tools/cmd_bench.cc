@@ -14,6 +14,7 @@
 #include "bench/suite.h"
 #include "tools/commands.h"
 #include "tools/flags.h"
+#include "tools/interrupt.h"
 
 namespace flashpipe::tools {
 namespace {
@@ -26,6 +27,7 @@ struct Flags {
   std::string buffer_blocks = "100,16384,chunk";
   WriterFlags writer;
   WriterSettings io;  // parsed from writer
+  const CancelFlag* cancel = nullptr;
   unsigned repeat = 1;
   bool buffered = false, force = false;
 };
@@ -93,6 +95,7 @@ Result<SuiteOptions> ParseSuite(const Flags& f) {
   o.queue_depth = f.io.queue_depth;
   o.buffered = f.buffered;
   o.repeat = f.repeat;
+  o.cancel = f.cancel;
   return o;
 }
 
@@ -142,6 +145,7 @@ Status Study(const Flags& f, FILE* out) {
   o.queue_depth = f.io.queue_depth;
   o.request_size = f.io.request_size;
   o.repeat = f.repeat;
+  o.cancel = f.cancel;
   FP_ASSIGN_OR_RETURN(ImageSummary img, SummarizeSparse(f.sparse));
   FP_ASSIGN_OR_RETURN(auto t, OpenTarget(f, true, img.image_size));
   FP_ASSIGN_OR_RETURN(Area area, StudyArea(*t, img));
@@ -173,7 +177,8 @@ int RunBench(int argc, char** argv) {
   CLI::App app{"mmc_test-style transfer tests, and the bounce-buffer study (--sparse IMAGE)", CommandName(argv[0])};
   Flags f;
   AddFlags(app, f);
-  if (auto code = ParseOrExit(app, argc, argv)) return *code;
+  app.footer("SIGINT or SIGTERM stops at the next request; a file the run created is removed.");
+  if (auto code = ParseOrExit(app, argc, argv, /*interruptible=*/true)) return *code;
   auto io = ParseWriterFlags(f.writer);
   if (!io.ok()) return UsageError(app, io.status());
   f.io = *io;
@@ -181,6 +186,7 @@ int RunBench(int argc, char** argv) {
   if (Status s = CheckOutputs(f); !s.ok()) {
     return s.code() == Code::kInvalidArgument ? UsageError(app, s) : ExitWith("bench", s);
   }
+  f.cancel = CancelOnSignals();  // the target's destructor then removes a file it created
   // Machine-readable output on stdout moves the human text to stderr.
   FILE* out = (f.csv == "-" || f.json == "-" || f.plot == "-") ? stderr : stdout;
   return ExitWith("bench", f.sparse.empty() ? Transfer(f, out) : Study(f, out));

@@ -68,11 +68,11 @@ class DumpSink : public sparse::NullSink {
   Status OnHeader(const sparse::FileHeader& h) override {
     blk_ = h.blk_sz;
     if (json_) {
-      std::printf("{\"header\": {\"magic\": %u, \"magic_hex\": \"%s\", \"major_version\": %u, \"minor_version\": %u, "
+      std::printf("{%s, \"header\": {\"magic\": %u, \"magic_hex\": \"%s\", \"major_version\": %u, \"minor_version\": %u, "
                   "\"file_hdr_sz\": %u, \"chunk_hdr_sz\": %u, \"blk_sz\": %u, \"total_blks\": %u, "
                   "\"total_chunks\": %u, \"image_checksum\": %u, \"image_checksum_hex\": \"%s\", "
                   "\"image_size\": %llu},\n \"chunks\": [",
-                  h.magic, Hex32(h.magic).c_str(), h.major_version, h.minor_version, h.file_hdr_sz, h.chunk_hdr_sz,
+                  JsonSchemaMembers("dump", 1).c_str(), h.magic, Hex32(h.magic).c_str(), h.major_version, h.minor_version, h.file_hdr_sz, h.chunk_hdr_sz,
                   h.blk_sz, h.total_blks, h.total_chunks, h.image_checksum, Hex32(h.image_checksum).c_str(),
                   static_cast<unsigned long long>(h.image_size()));
       return Status::Ok();
@@ -112,7 +112,7 @@ class DumpSink : public sparse::NullSink {
       if (blk_ != 0) std::printf("%s%s\n", s.ok() ? "" : "up to the error, ", totals_.Line().c_str());
       return;
     }
-    if (blk_ == 0) std::printf("{\"header\": null,\n \"chunks\": [");
+    if (blk_ == 0) std::printf("{%s, \"header\": null,\n \"chunks\": [", JsonSchemaMembers("dump", 1).c_str());
     std::printf("\n ],\n \"totals\": %s,\n \"compression\": %s,\n \"valid\": %s", totals_.Json().c_str(),
                 compression.empty() ? "null" : JsonString(compression).c_str(), s.ok() ? "true" : "false");
     if (!s.ok()) std::printf(",\n \"error\": %s", JsonString(s.ToString()).c_str());

@@ -165,8 +165,8 @@ Status Dump(const std::string& path, uint32_t slot, const std::string& json_path
   FP_ASSIGN_OR_RETURN(lp::Metadata m, superimg::ReadSuperMetadata(f, slot));
   FP_ASSIGN_OR_RETURN(std::vector<CopyLine> copies, Copies(f));
   if (!json_path.empty()) {
-    return WriteJson(json_path, fmt::format("{{\"file\": {}, \"kind\": \"{}\", \"slot\": {},\n {},\n \"copies\": [{}]}}",
-                                            JsonString(path), superimg::KindName(f.kind), slot, LpJson(m),
+    return WriteJson(json_path, fmt::format("{{{}, \"file\": {}, \"kind\": \"{}\", \"slot\": {},\n {},\n \"copies\": [{}]}}",
+                                            JsonSchemaMembers("lp-dump", 1), JsonString(path), superimg::KindName(f.kind), slot, LpJson(m),
                                             CopiesJson(copies)));
   }
   std::string text = LpText(m) + CopiesText(copies);

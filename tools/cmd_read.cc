@@ -9,12 +9,14 @@
 #include "output/read_job.h"
 #include "tools/commands.h"
 #include "tools/flags.h"
+#include "tools/interrupt.h"
+#include "tools/progress_flag.h"
 
 namespace flashpipe::tools {
 namespace {
 
 struct Flags {
-  std::string offset, length, format, max_size, json;
+  std::string offset, length, format, max_size, json, progress = "auto";
   int level = -1;
   unsigned threads = 0;
   WriterFlags io;
@@ -41,7 +43,9 @@ void AddFlags(CLI::App& app, output::ReadRequest& r, Flags& f) {
   app.add_flag("--force", r.source.force, "read a block device another program holds exclusively");
   AddWriterFlags(app, f.io);
   AddJsonFlag(app, f.json, "the report");
-  app.add_flag("--no-progress", f.no_progress, "no progress output");
+  AddProgressFlags(app, f.progress, f.no_progress);
+  app.footer("Every output is written to a temporary file beside it and renamed into place once complete (and verified):\n"
+             "a failure, SIGINT or SIGTERM leaves no output behind.");
 }
 
 Status ApplyFlags(const Flags& f, output::ReadRequest& r) {
@@ -68,14 +72,17 @@ Status ApplyFlags(const Flags& f, output::ReadRequest& r) {
   return output::CheckReadRequest(r);
 }
 
+// "done: /dev/sdb -> sd.img (raw) in 3.1 s: 2.5 GiB read (812.4 MiB/s): 1.0 GiB data, 1.4 GiB zeros,
+// 100.0 MiB holes; 1.0 GiB out; verified"
 void Summary(const output::ReadReport& r) {
-  double mib_s = r.seconds > 0 ? static_cast<double>(r.length) / r.seconds / (1 << 20) : 0;
+  double read_s = r.phases.read.value_or(r.seconds);
+  double mib_s = read_s > 0 ? static_cast<double>(r.length) / read_s / (1 << 20) : 0;
   std::string out = r.parts.empty() ? r.output : fmt::format("{} parts {}.0..{}", r.parts.size(), r.output, r.parts.size() - 1);
-  std::fprintf(stderr, "flashpipe read: %s -> %s (%s): %s data, %s zeros, %s holes; %s out in %.2f s (%.0f MiB/s)%s\n",
-               r.source.c_str(), out.c_str(), r.format.c_str(), FormatBytes(r.scan.data_bytes).c_str(),
+  std::fprintf(stderr, "flashpipe read: done: %s -> %s (%s) in %.1f s: %s read (%.1f MiB/s): %s data, %s zeros, "
+               "%s holes; %s out%s\n", r.source.c_str(), out.c_str(), r.format.c_str(), r.seconds,
+               FormatBytes(r.length).c_str(), mib_s, FormatBytes(r.scan.data_bytes).c_str(),
                FormatBytes(r.scan.zero_bytes).c_str(), FormatBytes(r.scan.hole_bytes).c_str(),
-               FormatBytes(r.output_bytes).c_str(), r.seconds, mib_s,
-               r.verify == "passed" ? ", verified" : "");
+               FormatBytes(r.output_bytes).c_str(), r.verify == "passed" ? "; verified" : "");
 }
 
 }  // namespace
@@ -87,20 +94,24 @@ int RunRead(int argc, char** argv) {
   output::ReadRequest request;
   Flags flags;
   AddFlags(app, request, flags);
-  if (auto code = ParseOrExit(app, argc, argv)) return *code;
+  if (auto code = ParseOrExit(app, argc, argv, /*interruptible=*/true)) return *code;
   if (Status s = ApplyFlags(flags, request); !s.ok()) return UsageError(app, s);
-  bool quiet = flags.no_progress || flags.json == "-";
-  auto mode = quiet ? input::ProgressMode::kOff
-                    : ::isatty(STDERR_FILENO) ? input::ProgressMode::kBar : input::ProgressMode::kLines;
-  input::Progress progress(stderr, mode, "flashpipe read");
-  auto warn = [](const std::string& w) { std::fprintf(stderr, "flashpipe read: warning: %s\n", w.c_str()); };
+  auto mode = ParseProgressFlags(flags.progress, flags.no_progress, flags.json);
+  if (!mode.ok()) return UsageError(app, mode.status());
+  if (*mode == input::ProgressMode::kJson && request.output == "-") {
+    return UsageError(app, InvalidArgument("the image and --progress json cannot both go to stdout"));
+  }
+  request.cancel = CancelOnSignals();
+  input::Progress progress(stderr, *mode, "flashpipe read");
+  auto warn = [&](const std::string& w) { progress.Note("warning: " + w); };
   output::ReadReport report = output::RunRead(request, &progress, warn);
   Status st = report.status;
-  if (st.ok() && flags.json != "-") Summary(report);
+  progress.Event("report", "\"report\": " + output::ReadReportJson(report));
   if (!flags.json.empty()) {
     Status js = WriteJson(flags.json, output::ReadReportJson(report));
     if (st.ok()) st = js;
   }
+  if (report.status.ok()) Summary(report);
   return ExitWith("read", st);
 }
 

@@ -1,7 +1,8 @@
 // flashpipe serve: a fastboot device daemon. The standard fastboot client
 // flashes partitions of a GPT disk (--storage) or of named files/ranges
-// (--partition) over TCP, UDP and/or USB (a FunctionFS gadget). See
-// src/fastboot/ for the parts.
+// (--partition) over TCP, UDP and/or USB (a FunctionFS gadget); a `super`
+// partition (--super) adds its logical partitions (Android dynamic
+// partitions). See src/fastboot/ for the parts.
 #include <malloc.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -37,6 +38,8 @@ using namespace flashpipe::fastboot;
 struct ServeOptions {
   std::string storage;
   std::vector<std::string> partitions;
+  std::string super = "super";
+  bool super_given = false;  // --super on the command line: it must exist
   std::string tcp, udp;
   bool no_tcp = false;
   bool usb = false;
@@ -178,8 +181,22 @@ Status CheckMisc(const ServeOptions& o, const Storage& storage) {
 
 void PrintPartitions(Storage& storage) {
   for (const auto& p : storage.partitions()) {
-    log::Info("partition {:<20} offset 0x{:010x} size {}", p.name, p.offset, FormatBytes(p.size));
+    if (p.logical) {
+      log::Info("logical   {:<20} {} extents     size {}", p.name, p.extents.size(), FormatBytes(p.size));
+    } else {
+      log::Info("partition {:<20} offset 0x{:010x} size {}", p.name, p.offset, FormatBytes(p.size));
+    }
   }
+}
+
+// The logical partitions of the super, when there is one.
+Status AttachSuper(const ServeOptions& o, Storage& storage, char slot) {
+  const Partition* super = storage.Find(o.super);
+  if (super == nullptr) {
+    if (!o.super_given) return Status::Ok();
+    return NotFound(fmt::format("--super {}: no partition of that name", o.super));
+  }
+  return storage.AttachSuper(o.super, slot);
 }
 
 Result<PersistentState> OpenState(const std::string& path, const ServeOptions& o) {
@@ -213,6 +230,7 @@ Status Serve(ServeOptions o) {
     FP_ASSIGN_OR_RETURN(state_path, DefaultStatePath(o.storage.empty() ? o.specs[0].path : o.storage));
   }
   FP_ASSIGN_OR_RETURN(PersistentState state, OpenState(state_path, o));
+  FP_RETURN_IF_ERROR(AttachSuper(o, *storage, state.slot()));
   PrintPartitions(*storage);
   auto device = std::make_unique<FastbootDevice>(o.device, std::move(storage), std::move(state));
 
@@ -271,6 +289,11 @@ int RunServe(int argc, char** argv) {
   app.add_option("--storage", o.storage, "block device or disk image with a GPT");
   app.add_option("--partition", o.partitions,
                  std::string(kPartitionSyntax) + ", repeatable (A/B: NAME_a, NAME_b)");
+  auto* super = app.add_option(
+      "--super", o.super,
+      "NAME of the partition holding Android dynamic partitions (liblp metadata; default super, used when "
+      "present): serves its logical partitions as fastbootd does (is-logical, update-super, "
+      "create/delete/resize-logical-partition) and answers is-userspace yes");
   app.add_option("--partition-type", o.partition_types,
                  "NAME=ext4|f2fs|raw, repeatable: what 'getvar partition-type:NAME' says (NAME_a and NAME_b too), "
                  "so that 'fastboot -w' and 'fastboot format' format it even when erased. Without it: ext4 for a GPT "
@@ -359,6 +382,7 @@ int RunServe(int argc, char** argv) {
   app.add_option("--idle-timeout", o.idle_timeout_s, "seconds a TCP client may stay silent (default 600)");
   app.add_flag("-v,--verbose", o.verbose, "log every command, download and write, with seconds since start");
   if (auto code = ParseOrExit(app, argc, argv)) return *code;
+  o.super_given = super->count() > 0;
   auto writer = ParseWriterFlags(o.writer);
   if (!writer.ok()) return UsageError(app, writer.status());
   o.write.backend = writer->backend;

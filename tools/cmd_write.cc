@@ -9,14 +9,16 @@
 #include "input/write_job.h"
 #include "tools/commands.h"
 #include "tools/flags.h"
+#include "tools/interrupt.h"
+#include "tools/progress_flag.h"
 
 namespace flashpipe::tools {
 namespace {
 
 struct Flags {
-  std::string zero_mode = "auto", json;
+  std::string zero_mode = "auto", json, progress = "auto";
   WriterFlags writer;
-  bool verify_only = false, no_progress = false, no_crc_check = false;
+  bool verify_only = false, no_progress = false, no_crc_check = false, no_bmap = false, no_digest = false;
 };
 
 void AddFlags(CLI::App& app, input::WriteRequest& r, Flags& f) {
@@ -25,8 +27,15 @@ void AddFlags(CLI::App& app, input::WriteRequest& r, Flags& f) {
   app.footer(
       "Nothing is changed until every target and the image (header, size) passed their checks. A file target is\n"
       "written to a temporary file beside it and renamed over it when complete (--in-place: into the file itself);\n"
-      "block devices are written in place. A target that is the image, a part, the bmap or stdin is refused.");
+      "block devices are written in place. A target that is the image, a part, the bmap or stdin is refused.\n"
+      "Without --bmap, IMAGE.bmap is used when it exists, else the same name with IMAGE's extensions removed one\n"
+      "by one (foo.img.xz: foo.img.xz.bmap, foo.img.bmap, foo.bmap), as bmaptool copy finds it; it must match.\n"
+      "SIGINT or SIGTERM stops at the next request (exit 130 or 143): a file target stays as it was, a device written\n"
+      "in place is reported \"partially written, do not use\" (an --in-place file too: it was cut to the image's size\n"
+      "first), and the --json report says \"interrupted\": true. The JSON Schema of --json and of --progress json\n"
+      "events: docs/schema/ in the source, share/doc/flashpipe/schema/ once installed.");
   app.add_option("--bmap", r.source.bmap_path, "bmaptool block map of a raw image: write only its mapped ranges");
+  app.add_flag("--no-bmap", f.no_bmap, "do not look for a block map beside the image");
   app.add_flag("--verify", r.writer.verify, "read every target back (O_DIRECT) and compare");
   app.add_flag("--verify-only", f.verify_only, "do not write: compare the targets with the image");
   app.add_flag("--force", r.force,
@@ -37,8 +46,9 @@ void AddFlags(CLI::App& app, input::WriteRequest& r, Flags& f) {
   app.add_option("--zero-mode", f.zero_mode, "zero ranges: auto (zeroout/holes) or write (real zeros)");
   app.add_flag("--discard", r.writer.discard, "DONT_CARE ranges: BLKDISCARD on block devices");
   AddWriterFlags(app, f.writer);
-  AddJsonFlag(app, f.json, "the report");
-  app.add_flag("--no-progress", f.no_progress, "no progress output");
+  AddJsonFlag(app, f.json, "the report (one result per target, phase times, the image's SHA-256)");
+  AddProgressFlags(app, f.progress, f.no_progress);
+  app.add_flag("--no-digest", f.no_digest, "do not compute the image's SHA-256 for the report");
   app.add_flag("--no-crc-check", f.no_crc_check, "do not check CRC32 chunks of sparse images");
 }
 
@@ -49,15 +59,31 @@ Status ApplyFlags(const Flags& f, input::WriteRequest& r) {
   if (w.queue_depth != 0) r.writer.queue_depth = w.queue_depth;
   if (w.request_size != 0) r.writer.request_size = w.request_size;
   r.source.decoder.check_crc = !f.no_crc_check;
+  r.find_bmap = !f.no_bmap;
+  r.digest = !f.no_digest;
+  if (f.no_bmap && !r.source.bmap_path.empty()) return InvalidArgument("--bmap and --no-bmap exclude each other");
   if (f.verify_only && (r.writer.verify || r.writer.discard || r.writer.first_block_last)) {
     return InvalidArgument("--verify-only writes nothing: it cannot be combined with --verify, --discard or --first-block-last");
   }
   return Status::Ok();
 }
 
-input::ProgressMode ProgressModeFor(const Flags& f) {
-  if (f.no_progress || f.json == "-") return input::ProgressMode::kOff;
-  return ::isatty(STDERR_FILENO) ? input::ProgressMode::kBar : input::ProgressMode::kLines;
+// Each target's state, when it says more than the error line: after an
+// interrupt, with several targets, or once a target was touched.
+bool ShowTargets(const input::WriteReport& r) {
+  if (r.interrupted() || r.results.size() > 1) return true;
+  for (const auto& t : r.results)
+    if (t.state != input::TargetState::kNotStarted) return true;
+  return false;
+}
+
+void PrintOutcome(const input::WriteReport& r) {
+  if (r.status.ok()) {
+    std::fprintf(stderr, "flashpipe write: %s\n", input::SummaryLine(r).c_str());
+    return;
+  }
+  if (!ShowTargets(r)) return;
+  for (const auto& t : r.results) std::fprintf(stderr, "flashpipe write: %s\n", input::TargetLine(t, r).c_str());
 }
 
 }  // namespace
@@ -68,18 +94,29 @@ int RunWrite(int argc, char** argv) {
   input::WriteRequest request;
   Flags flags;
   AddFlags(app, request, flags);
-  if (auto code = ParseOrExit(app, argc, argv)) return *code;
+  if (auto code = ParseOrExit(app, argc, argv, /*interruptible=*/true)) return *code;
   if (Status s = ApplyFlags(flags, request); !s.ok()) return UsageError(app, s);
+  auto mode = ParseProgressFlags(flags.progress, flags.no_progress, flags.json);
+  if (!mode.ok()) return UsageError(app, mode.status());
   if (!flags.json.empty()) request.other_outputs.push_back({flags.json, "the --json report"});
-  input::Progress progress(stderr, ProgressModeFor(flags));
+  if (*mode == input::ProgressMode::kJson) request.other_outputs.push_back({"-", "the --progress=json events"});
+  request.cancel = CancelOnSignals();
+  input::Progress progress(stderr, *mode, "flashpipe write");
   input::WriteReport report =
       flags.verify_only ? input::VerifyOnly(request, &progress) : input::RunWriteJob(request, &progress);
   Status st = report.status;
+  if (report.other_outputs_checked) {
+    for (const auto& t : report.results) progress.Event("target", input::TargetJsonMembers(t, report));
+    progress.Event("report", "\"report\": " + input::ReportJson(report));
+  }
   if (!flags.json.empty() && report.other_outputs_checked) {
     Status js = WriteJson(flags.json, input::ReportJson(report));
     if (st.ok()) st = js;
   }
-  return ExitWith("write", st);
+  if (report.status.ok()) PrintOutcome(report);
+  int code = ExitWith("write", st);
+  if (!report.status.ok()) PrintOutcome(report);
+  return code;
 }
 
 }  // namespace flashpipe::tools

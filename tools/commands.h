@@ -21,7 +21,9 @@ int RunBmap(int argc, char** argv);
 int RunLp(int argc, char** argv);
 
 // The one place a Status becomes an exit status: prints
-// "flashpipe <command>: error: <status>" to stderr, returns 1 (0 when OK).
+// "flashpipe <command>: error: <status>" to stderr, returns 1 (0 when OK);
+// for the kCancelled status of a job a signal stopped (tools/interrupt.h):
+// "flashpipe <command>: interrupted by SIGINT...", 128 + the signal.
 int ExitWith(const char* command, const Status& status);
 
 // Flushes stdout and reports whether everything printed on it arrived

@@ -2,13 +2,16 @@
 #include <cstdio>
 
 #include "tools/commands.h"
+#include "tools/flags.h"
+#include "tools/interrupt.h"
 
 namespace flashpipe::tools {
 
 int ExitWith(const char* command, const Status& status) {
-  if (status.ok()) return 0;
-  std::fprintf(stderr, "flashpipe %s: error: %s\n", command, status.ToString().c_str());
-  return 1;
+  if (status.ok()) return kExitOk;
+  int signal = status.code() == Code::kCancelled ? CaughtSignal() : 0;
+  std::fprintf(stderr, "flashpipe %s: %s%s\n", command, signal ? "" : "error: ", status.ToString().c_str());
+  return signal ? kExitSignalBase + signal : kExitFailed;
 }
 
 Status FlushStdout() {

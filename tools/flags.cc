@@ -37,18 +37,24 @@ void PrintUsageError(CLI::App& app, const std::string& message) {
                app.get_name().c_str());
 }
 
-// The formatter and footer, on the app and every subcommand below it (which
-// took their parent's when they were added, before this ran).
-void Decorate(CLI::App& app, const std::shared_ptr<Formatter>& formatter) {
+// The formatter and the exit status after the command's own footer, on the
+// app and every subcommand below it (which took their parent's when they
+// were added, before this ran).
+void Decorate(CLI::App& app, const std::shared_ptr<Formatter>& formatter, bool interruptible) {
   app.formatter(formatter);
-  app.footer("Exit status: 0 done, 1 failed, 2 usage error.");
-  for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) Decorate(*sub, formatter);
+  std::string exit_status = interruptible
+      ? "Exit status: 0 done, 1 failed, 2 usage error, 130 interrupted by SIGINT (143 by SIGTERM): stopped cleanly,\n"
+        "the state of each target said on stderr and in the report."
+      : "Exit status: 0 done, 1 failed, 2 usage error.";
+  std::string own = app.get_footer();
+  app.footer(own.empty() ? exit_status : own + "\n\n" + exit_status);
+  for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) Decorate(*sub, formatter, interruptible);
 }
 
 }  // namespace
 
-std::optional<int> ParseOrExit(CLI::App& app, int argc, char** argv) {
-  Decorate(app, std::make_shared<Formatter>());
+std::optional<int> ParseOrExit(CLI::App& app, int argc, char** argv, bool interruptible) {
+  Decorate(app, std::make_shared<Formatter>(), interruptible);
   if (argc == 2 && argv[1] == kHelpJsonFlag) {  // for gen_docs.py (tools/describe.h)
     std::fputs(DescribeAppJson(app).c_str(), stdout);
     return std::fflush(stdout) == 0 ? kExitOk : kExitFailed;

@@ -1,9 +1,11 @@
 // The flag vocabulary every flashpipe command shares, so that one flag means
 // one thing everywhere, and the exit-code scheme:
 //
-//   0  the command did what was asked
-//   1  it failed (bad image, target too small, I/O error, verify mismatch...)
-//   2  usage: unknown flag, bad flag value, missing argument
+//   0    the command did what was asked
+//   1    it failed (bad image, target too small, I/O error, verify mismatch...)
+//   2    usage: unknown flag, bad flag value, missing argument
+//   130  interrupted by SIGINT, 143 by SIGTERM (128 + the signal, as shells
+//        report it), for the commands that stop cleanly (tools/interrupt.h)
 //
 // Writer flags (write, serve, bench, and every later command that writes or
 // reads a device through the engine):
@@ -27,6 +29,7 @@ namespace flashpipe::tools {
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitFailed = 1;
 inline constexpr int kExitUsage = 2;
+inline constexpr int kExitSignalBase = 128;
 
 // "flashpipe CMD" for usage lines and messages. argv0 is the subcommand's
 // argv[0]: "write", or the path of a link named like an AOSP tool.
@@ -34,8 +37,9 @@ std::string CommandName(const char* argv0);
 
 // Parses argv. On --help prints the help and returns 0; on a usage error
 // prints "flashpipe CMD: error: ..." and a hint, and returns 2; otherwise
-// nullopt (go on).
-std::optional<int> ParseOrExit(CLI::App& app, int argc, char** argv);
+// nullopt (go on). `interruptible`: the command stops cleanly on SIGINT and
+// SIGTERM, and its help's exit status says 130/143.
+std::optional<int> ParseOrExit(CLI::App& app, int argc, char** argv, bool interruptible = false);
 
 // A flag value the parser accepted but the command refused (a bad --backend,
 // two flags that exclude each other): the same message and exit 2.

@@ -19,4 +19,8 @@ std::string JsonString(std::string_view s) {
   return out + "\"";
 }
 
+std::string JsonSchemaMembers(std::string_view name, int version) {
+  return fmt::format("\"schema\": \"flashpipe-{}\", \"schema_version\": {}", name, version);
+}
+
 }  // namespace flashpipe

@@ -11,4 +11,9 @@ namespace flashpipe {
 
 std::string JsonString(std::string_view s);
 
+// The members every --json report and --progress json event starts with:
+// "schema": "flashpipe-NAME", "schema_version": VERSION. A program checks
+// both; keys are only ever added within a version (docs/schema/).
+std::string JsonSchemaMembers(std::string_view name, int version);
+
 }  // namespace flashpipe

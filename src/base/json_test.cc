@@ -13,5 +13,10 @@ TEST(JsonStringTest, EscapesQuotesBackslashesAndControlCharacters) {
   EXPECT_EQ(JsonString("\xc3\xa9"), "\"\xc3\xa9\"");  // UTF-8 passes through
 }
 
+TEST(JsonSchemaMembersTest, NameAndVersionAsTheReportsStart) {
+  EXPECT_EQ(JsonSchemaMembers("write", 1), "\"schema\": \"flashpipe-write\", \"schema_version\": 1");
+  EXPECT_EQ(JsonSchemaMembers("lp-dump", 2), "\"schema\": \"flashpipe-lp-dump\", \"schema_version\": 2");
+}
+
 }  // namespace
 }  // namespace flashpipe

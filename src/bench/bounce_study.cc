@@ -115,12 +115,34 @@ Result<std::unique_ptr<io::WriteSink>> MakeVariantSink(const StudyVariant& v, co
   return std::unique_ptr<io::WriteSink>(std::move(writer));
 }
 
+namespace {
+
+// Events on to `inner` until `cancel` is set (the bounce model has no flag of its own).
+class CancelSink : public sparse::Sink {
+ public:
+  CancelSink(sparse::Sink* inner, const CancelFlag* cancel) : inner_(inner), cancel_(cancel) {}
+  Status OnHeader(const sparse::FileHeader& h) override { return Check() ? inner_->OnHeader(h) : Stop(); }
+  Status OnRaw(uint64_t o, std::span<const uint8_t> d) override { return Check() ? inner_->OnRaw(o, d) : Stop(); }
+  Status OnFill(uint64_t o, uint64_t n, uint32_t p) override { return Check() ? inner_->OnFill(o, n, p) : Stop(); }
+  Status OnSkip(uint64_t o, uint64_t n) override { return Check() ? inner_->OnSkip(o, n) : Stop(); }
+  Status OnEnd() override { return Check() ? inner_->OnEnd() : Stop(); }
+
+ private:
+  bool Check() const { return cancel_ == nullptr || !cancel_->cancelled(); }
+  Status Stop() const { return cancel_->Check(); }
+  sparse::Sink* inner_;
+  const CancelFlag* cancel_;
+};
+
+}  // namespace
+
 Result<StudyResult> RunVariant(const std::string& image, const ImageSummary& summary, const StudyVariant& v,
                                const io::Device& device, const io::WriterOptions& options, Clock& clock) {
   FP_ASSIGN_OR_RETURN(UniqueFd fd, OpenImage(image));
   FP_ASSIGN_OR_RETURN(auto sink, MakeVariantSink(v, summary, device, options));
+  CancelSink events(sink.get(), options.cancel);
   const uint64_t start = clock.Now();
-  FP_RETURN_IF_ERROR(sparse::DecodeFd(fd.get(), *sink, {}, image).WithContext(VariantLabel(v)));
+  FP_RETURN_IF_ERROR(sparse::DecodeFd(fd.get(), events, {}, image).WithContext(VariantLabel(v)));
   FP_RETURN_IF_ERROR(sink->Finish().WithContext(VariantLabel(v)));
   return StudyResult{v, clock.Now() - start, DataBytes(summary), sink->stats().requests};
 }

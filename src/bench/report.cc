@@ -128,9 +128,9 @@ std::string FormatCsv(const RunInfo& info, const std::vector<TransferResult>& re
 
 std::string FormatJson(const RunInfo& info, const std::vector<TransferResult>& results) {
   std::string out = fmt::format(
-      "{{\"target\": {}, \"backend\": {}, \"prep\": {}, \"area_offset\": {}, \"area_size\": {}, "
+      "{{{}, \"target\": {}, \"backend\": {}, \"prep\": {}, \"area_offset\": {}, \"area_size\": {}, "
       "\"buffered\": {}, \"results\": [",
-      JsonString(info.target), JsonString(info.backend), JsonString(info.prep), info.area_offset,
+      JsonSchemaMembers("bench", 1), JsonString(info.target), JsonString(info.backend), JsonString(info.prep), info.area_offset,
       info.area_size, info.buffered ? "true" : "false");
   for (size_t i = 0; i < results.size(); ++i) {
     const auto& r = results[i];

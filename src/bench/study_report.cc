@@ -40,10 +40,10 @@ std::string FormatStudyCsv(const StudyInfo& info, const std::vector<StudyResult>
 std::string FormatStudyJson(const StudyInfo& info, const std::vector<StudyResult>& results) {
   const ImageSummary& s = info.summary;
   std::string out = fmt::format(
-      "{{\"target\": {}, \"image\": {}, \"image_size\": {}, \"raw_bytes\": {}, \"fill_bytes\": {}, "
+      "{{{}, \"target\": {}, \"image\": {}, \"image_size\": {}, \"raw_bytes\": {}, \"fill_bytes\": {}, "
       "\"zero_fill_bytes\": {}, \"skip_bytes\": {}, \"chunks\": {}, \"largest_raw\": {}, \"area_offset\": {}, "
       "\"area_size\": {}, \"logical_block\": {}, \"queue_depth\": {}, \"results\": [",
-      JsonString(info.target), JsonString(info.image), s.image_size, s.raw_bytes, s.fill_bytes, s.zero_fill_bytes,
+      JsonSchemaMembers("bench-sparse", 1), JsonString(info.target), JsonString(info.image), s.image_size, s.raw_bytes, s.fill_bytes, s.zero_fill_bytes,
       s.skip_bytes, s.chunks, s.largest_raw, info.area_offset, info.area_size, info.logical_block,
       info.queue_depth);
   const uint64_t fastest = Fastest(results);

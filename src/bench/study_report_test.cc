@@ -42,7 +42,8 @@ TEST(StudyReportTest, CsvHasOneRowPerVariantWithQuotedFields) {
 
 TEST(StudyReportTest, JsonNamesTheRunAndEachVariant) {
   const std::string j = FormatStudyJson(Info(), Results());
-  EXPECT_TRUE(j.starts_with("{\"target\": \"sim:size=8G,bw=45M,cmd_us=300\", \"image\": \"super \\\"a\\\".simg\", "
+  EXPECT_TRUE(j.starts_with("{\"schema\": \"flashpipe-bench-sparse\", \"schema_version\": 1, "
+                            "\"target\": \"sim:size=8G,bw=45M,cmd_us=300\", \"image\": \"super \\\"a\\\".simg\", "
                             "\"image_size\": 1610612736, \"raw_bytes\": 900000000, \"fill_bytes\": 100000000"))
       << j;
   EXPECT_NE(j.find("\"area_offset\": 2147483648, \"area_size\": 1610612736, \"logical_block\": 512, "

@@ -31,7 +31,7 @@ R Median(std::vector<R> runs) {
 TransferSpec SpecFor(const BenchTarget& t, const SuiteOptions& o, const Area& area, Direction d, Mode m,
                      uint64_t size) {
   return TransferSpec{d, m, ModeDepth(m, o.queue_depth), size, area.size / size, area.offset,
-                      static_cast<uint32_t>(t.geometry().mem_align), o.prep};
+                      static_cast<uint32_t>(t.geometry().mem_align), o.prep, o.cancel};
 }
 
 // One direction. For each size the modes run back to back, `repeat` rounds of
@@ -131,6 +131,7 @@ Result<std::vector<StudyResult>> RunSparseStudy(BenchTarget& t, const ImageSumma
   io::WriterOptions wo;
   wo.queue_depth = o.queue_depth;
   wo.request_size = o.request_size;
+  wo.cancel = o.cancel;
   std::vector<StudyResult> results;
   for (const StudyVariant& v : variants) {
     std::fprintf(out, "running %s ...\n", VariantLabel(v).c_str());

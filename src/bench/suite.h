@@ -32,6 +32,7 @@ struct SuiteOptions {
   Prep prep;
   bool buffered = false;
   unsigned repeat = 1;
+  const CancelFlag* cancel = nullptr;  // stops the run between requests
 };
 
 struct SuiteReport {
@@ -50,6 +51,7 @@ struct StudyOptions {
   unsigned queue_depth = 4;            // of the pipelined engine
   uint64_t request_size = 0;           // of the pipelined engine; 0 = from the device
   unsigned repeat = 1;
+  const CancelFlag* cancel = nullptr;  // stops the run between events
 };
 
 Result<Area> StudyArea(const BenchTarget& t, const ImageSummary& image);

@@ -95,11 +95,19 @@ Result<unsigned> WaitOne(io::IoQueue& q) {
   return static_cast<unsigned>(c.tag);
 }
 
+// Cancelled: what is in flight completes, then the flag's status.
+Status Stop(io::IoQueue& q, const TransferSpec& spec) {
+  if (spec.cancel == nullptr || !spec.cancel->cancelled()) return Status::Ok();
+  while (q.in_flight() > 0) (void)q.Wait();
+  return spec.cancel->Check();
+}
+
 // Prepare, submit; when all buffers are in flight, wait for one first.
 Status RunWrites(io::IoQueue& q, const TransferSpec& spec, Work& work) {
   std::vector<unsigned> free;
   for (unsigned i = spec.depth; i > 0; --i) free.push_back(i - 1);
   for (uint64_t k = 0; k < spec.count; ++k) {
+    FP_RETURN_IF_ERROR(Stop(q, spec));
     if (free.empty()) {
       FP_ASSIGN_OR_RETURN(unsigned b, WaitOne(q));
       free.push_back(b);
@@ -122,7 +130,10 @@ Status RunReads(io::IoQueue& q, const TransferSpec& spec, Work& work) {
   while (q.in_flight() > 0) {
     FP_ASSIGN_OR_RETURN(unsigned b, WaitOne(q));
     work.Do(b);
-    if (next < spec.count) FP_RETURN_IF_ERROR(Submit(q, spec, work, next++, b));
+    if (next < spec.count) {
+      FP_RETURN_IF_ERROR(Stop(q, spec));
+      FP_RETURN_IF_ERROR(Submit(q, spec, work, next++, b));
+    }
   }
   return Status::Ok();
 }

@@ -28,6 +28,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/cancel.h"
 #include "base/status.h"
 #include "bench/clock.h"
 #include "io/io_queue.h"
@@ -60,6 +61,9 @@ struct TransferSpec {
   uint64_t offset = 0;         // absolute offset of the first request
   uint32_t mem_align = 4096;   // buffer alignment
   Prep prep;
+  // Once set, no further request is submitted: those in flight complete and
+  // the run returns the flag's kCancelled status.
+  const CancelFlag* cancel = nullptr;
 };
 
 struct TransferResult {

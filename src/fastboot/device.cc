@@ -15,6 +15,7 @@
 #include "base/log.h"
 #include "base/unique_fd.h"
 #include "base/units.h"
+#include "fastboot/dynamic_partitions.h"
 
 namespace flashpipe::fastboot {
 namespace {
@@ -159,6 +160,13 @@ Status FastbootDevice::Flash(const Partition& p, const ProgressFn& progress, boo
     return NoSpace(fmt::format("image of {} bytes > partition '{}' of {} bytes", check.image_size(),
                                p.name, p.size));
   }
+  if (storage_->IsSuper(p)) {
+    // Its metadata is read again once it is written: no write-behind.
+    Status st = WaitWrites();
+    if (st.ok()) st = storage_->Write(p, landing_.pieces(), check.sparse(), progress);
+    storage_->dynamic()->Reload();
+    return st;
+  }
   if (!config_.write_behind) {
     auto start = std::chrono::steady_clock::now();
     FP_RETURN_IF_ERROR(storage_->Write(p, landing_.pieces(), check.sparse(), progress));
@@ -205,6 +213,15 @@ Status FastbootDevice::Erase(const Partition& p) {
   FP_RETURN_IF_ERROR(storage_->Erase(p));
   log::Info("erase '{}': {}", p.name, Took(p.size, std::chrono::steady_clock::now() - start));
   return Status::Ok();
+}
+
+Result<std::span<const uint8_t>> FastbootDevice::DownloadedBytes(std::vector<uint8_t>* scratch) const {
+  if (!image_ready_) return InvalidArgument("no image downloaded");
+  const auto& pieces = landing_.pieces();
+  if (pieces.size() == 1) return pieces[0];
+  scratch->clear();
+  for (const auto& piece : pieces) scratch->insert(scratch->end(), piece.begin(), piece.end());
+  return std::span<const uint8_t>(*scratch);
 }
 
 Status FastbootDevice::WaitWrites() {

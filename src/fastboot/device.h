@@ -128,9 +128,15 @@ class FastbootDevice {
   void Stage(StagedRange range) { staged_ = std::move(range); }
 
   // Validates the last download for `p` and writes it (or queues it).
-  // *queued tells whether the write goes on in the background. Each flash
-  // and erase logs one line: partition, bytes, seconds, rate.
+  // *queued tells whether the write goes on in the background. The super
+  // partition (Storage::IsSuper) is written before this returns, and its
+  // metadata read again. Each flash and erase logs one line: partition,
+  // bytes, seconds, rate.
   Status Flash(const Partition& p, const ProgressFn& progress, bool* queued);
+  // The bytes of the last download of this session, for commands that take
+  // a small file rather than an image (update-super's super_empty.img): a
+  // view of the buffer, or of `*scratch` when it landed in pieces.
+  Result<std::span<const uint8_t>> DownloadedBytes(std::vector<uint8_t>* scratch) const;
   // The last download (raw, not sparse) saved in a new file in $TMPDIR (or
   // /tmp), made with O_EXCL and mode 0600; returns its path.
   Result<std::string> SaveDownload();

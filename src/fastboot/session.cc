@@ -84,6 +84,12 @@ const Session::CommandSpec Session::kCommands[] = {
     {"shutdown", &Session::DoShutdown, kAllowed, true, false},
     {"boot", &Session::DoBoot, kRefused, true, false},
     {"oem", &Session::DoOem, kHandlerDecides, true, true},  // only --oem-safe commands
+    // Metadata changes wait for write-behind flashes: space they free may be
+    // handed to another partition at once.
+    {"update-super", &Session::DoUpdateSuper, kRefused, true, true},
+    {"create-logical-partition", &Session::DoCreateLogical, kRefused, true, true},
+    {"delete-logical-partition", &Session::DoDeleteLogical, kRefused, true, true},
+    {"resize-logical-partition", &Session::DoResizeLogical, kRefused, true, true},
     {"fetch", &Session::DoFetch, kRefused, true, true},      // as fastbootd
     {"upload", &Session::DoUpload, kRefused, true, false},
 };
@@ -115,6 +121,7 @@ const Session::VarSpec Session::kVars[] = {
     {"slot-successful", &Session::VarSlotSuccessful, kSlot},
     {"slot-unbootable", &Session::VarSlotUnbootable, kSlot},
     {"slot-retry-count", &Session::VarSlotRetryCount, kSlot},
+    {"super-partition-name", &Session::VarSuperPartitionName, kDevice},
     {"max-fetch-size", &Session::VarMaxFetchSize, kDevice},
 };
 
@@ -279,6 +286,12 @@ Result<const Partition*> Session::ResolveWritable(const std::string& name) {
   if (device_->state().critical_locked() && device_->IsCritical(p->name)) {
     return InvalidArgument(fmt::format("critical partition '{}': flashing unlock_critical", p->name));
   }
+  // A logical partition lies inside the super: a critical super covers it.
+  if (const DynamicPartitions* d = device_->storage().dynamic(); d != nullptr && p->logical) {
+    if (device_->state().critical_locked() && device_->IsCritical(d->super().name)) {
+      return InvalidArgument(fmt::format("critical partition '{}': flashing unlock_critical", d->super().name));
+    }
+  }
   return p;
 }
 
@@ -398,6 +411,7 @@ Result<std::string> Session::DoSetActive(const std::string& arg) {
   const Partition* misc = Misc();
   if (misc != nullptr) FP_RETURN_IF_ERROR(WriteActiveSlot(device_->storage(), *misc, slot[0], previous));
   FP_RETURN_IF_ERROR(device_->state().SetSlot(slot[0]));
+  if (DynamicPartitions* d = device_->storage().dynamic()) d->SelectSlot(slot[0]);
   log::Info("{}: set_active {} (was {}){}", transport_->peer(), slot, previous,
             misc != nullptr ? fmt::format(", misc '{}' written", misc->name) : "");
   const std::string& hook = device_->config().on_set_active;
@@ -656,8 +670,10 @@ Result<std::string> Session::VarCurrentSlot(std::string_view) {
   return std::string(1, ActiveSlot());
 }
 Result<std::string> Session::VarSlotCount(std::string_view) { return std::string(HasSlots() ? "2" : "0"); }
+// A daemon with a super is userspace fastboot from the start: the client
+// flashes logical partitions only there (it reboots into it otherwise).
 Result<std::string> Session::VarIsUserspace(std::string_view) {
-  return std::string(device_->userspace() ? "yes" : "no");
+  return std::string(device_->userspace() || device_->storage().dynamic() != nullptr ? "yes" : "no");
 }
 Result<std::string> Session::VarSecure(std::string_view) {
   return std::string(device_->state().locked() ? "yes" : "no");
@@ -689,6 +705,9 @@ Result<std::string> Session::VarHasSlot(std::string_view partition) {
   auto& storage = device_->storage();
   if (storage.Find(name + "_a") != nullptr || storage.Find(name + "_b") != nullptr) return std::string("yes");
   if (storage.Find(name) != nullptr) return std::string("no");
+  // As fastbootd: `flashall --slot all` asks about every image it knows
+  // (odm, dtbo, ...) and gives up on a FAIL.
+  if (*VarIsUserspace({}) == "yes") return std::string("no");
   return NotFound(fmt::format("partition '{}' not found", name.substr(0, 40)));
 }
 Result<std::string> Session::VarMaxFetchSize(std::string_view) {
@@ -697,8 +716,7 @@ Result<std::string> Session::VarMaxFetchSize(std::string_view) {
 }
 Result<std::string> Session::VarIsLogical(std::string_view partition) {
   FP_ASSIGN_OR_RETURN(const Partition* p, Resolve(std::string(partition)));
-  (void)p;
-  return std::string("no");
+  return std::string(p->logical ? "yes" : "no");
 }
 
 Result<std::string> Session::VarSlotSuccessful(std::string_view slot) {

@@ -4,11 +4,17 @@
 // first, whether it takes an argument); variables through another.
 //
 // Locked means locked for everything that changes the device, as in AOSP:
-// download, flash, erase, set_active, `flashing unlock_critical` and oem
-// commands not marked safe FAIL while `flashing lock` holds. Reading back
-// (fetch, upload, oem stage, oem digest) FAILs too, as fastbootd refuses
-// fetch: a locked device gives out no partition's content, not even as a
-// digest of a range small enough to guess.
+// download, flash, erase, set_active, update-super, the logical partition
+// commands, `flashing unlock_critical` and oem commands not marked safe FAIL
+// while `flashing lock` holds. Reading back (fetch, upload, oem stage, oem
+// digest) FAILs too, as fastbootd refuses fetch: a locked device gives out
+// no partition's content, not even as a digest of a range small enough to
+// guess.
+//
+// With a super partition (Storage::AttachSuper) the session is a userspace
+// fastboot for dynamic partitions, as fastbootd: is-logical, update-super,
+// create/delete/resize-logical-partition (session_logical.cc); logical
+// partitions are flashed and erased like physical ones.
 //
 // A session starts without a download (an image belongs to the session that
 // sent it) and ends at the device's time limits (deadlines.h): past
@@ -33,6 +39,7 @@
 #include "base/status.h"
 #include "fastboot/boot_control.h"
 #include "fastboot/device.h"
+#include "fastboot/dynamic_partitions.h"
 #include "fastboot/hook_env.h"
 #include "fastboot/transport.h"
 
@@ -116,6 +123,13 @@ class Session {
   Result<std::string> DoShutdown(const std::string& arg);
   Result<std::string> DoBoot(const std::string& arg);
   Result<std::string> DoOem(const std::string& arg);
+  // session_logical.cc
+  Result<std::string> DoUpdateSuper(const std::string& arg);
+  Result<std::string> DoCreateLogical(const std::string& arg);
+  Result<std::string> DoDeleteLogical(const std::string& arg);
+  Result<std::string> DoResizeLogical(const std::string& arg);
+  Result<DynamicPartitions*> SuperForChange(std::string_view what);
+  Result<std::string> VarSuperPartitionName(std::string_view);
   Result<std::string> RebootTo(std::string target);
   // Reading back (readback.h): fetch, upload, oem stage, oem digest.
   Result<std::string> DoFetch(const std::string& arg);

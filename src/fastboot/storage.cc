@@ -14,6 +14,7 @@
 #include "base/log.h"
 #include "base/units.h"
 #include "base/unique_fd.h"
+#include "fastboot/dynamic_partitions.h"
 #include "io/gpt.h"
 #include "io/image_writer.h"
 #include "io/write_model.h"
@@ -75,11 +76,35 @@ bool IsValidName(std::string_view name) {
 
 }  // namespace
 
+// A logical partition's window is its extents, even none (which the writer
+// refuses): never the range [offset, +size).
 io::Device Storage::DeviceOf(const Backing& b, const Partition& p) {
   io::Device dev{p.name, b.queue, b.geometry, p.offset, p.size};
+  if (p.logical) {
+    dev.window_offset = 0;
+    dev.window_size = 0;
+    dev.extents = p.extents;
+  }
   if (b.target != nullptr && !b.geometry.block_device) dev.file_fd = b.target->fd();
   return dev;
 }
+
+namespace {
+
+// A logical partition with ZERO extents has bytes that store nothing.
+Status CheckWritable(const Partition& p) {
+  if (!p.logical) return Status::Ok();
+  uint64_t stored = 0;
+  for (const auto& e : p.extents) stored += e.length;
+  if (p.size == 0) return NoSpace(fmt::format("logical partition '{}' has no space (resize it first)", p.name));
+  if (stored != p.size) {
+    return Unsupported(fmt::format("logical partition '{}' has ZERO extents ({} of its {} bytes store nothing)",
+                                   p.name, p.size - stored, p.size));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
 
 Result<PartitionSpec> ParsePartitionSpec(std::string_view text) {
   auto bad = [&](std::string_view why) {
@@ -208,11 +233,36 @@ std::unique_ptr<Storage> Storage::ForQueue(io::IoQueue* queue, io::Geometry geom
   return s;
 }
 
+std::vector<Partition> Storage::partitions() const {
+  std::vector<Partition> all = partitions_;
+  if (dynamic_) all.insert(all.end(), dynamic_->partitions().begin(), dynamic_->partitions().end());
+  return all;
+}
+
 const Partition* Storage::Find(std::string_view name) const {
   for (const auto& p : partitions_) {
     if (p.name == name) return &p;
   }
-  return nullptr;
+  return dynamic_ ? dynamic_->Find(name) : nullptr;
+}
+
+Status Storage::AttachSuper(const std::string& name, char slot, std::unique_ptr<lp::BlockIo> io) {
+  auto it = std::find_if(partitions_.begin(), partitions_.end(), [&](const Partition& p) { return p.name == name; });
+  if (it == partitions_.end()) return NotFound(fmt::format("super partition '{}' not found", name));
+  if (io == nullptr) {
+    FP_ASSIGN_OR_RETURN(io, OpenSuperIo(backings_[it->backing]->path, name, it->offset, it->size));
+  }
+  FP_ASSIGN_OR_RETURN(dynamic_, DynamicPartitions::Open(*it, std::move(io), slot));
+  for (const auto& p : dynamic_->partitions()) {
+    if (std::any_of(partitions_.begin(), partitions_.end(), [&](const Partition& q) { return q.name == p.name; })) {
+      log::Warn("logical partition '{}' is hidden by the physical partition of that name", p.name);
+    }
+  }
+  return Status::Ok();
+}
+
+bool Storage::IsSuper(const Partition& p) const {
+  return dynamic_ != nullptr && !p.logical && p.name == dynamic_->super().name;
 }
 
 const io::Geometry& Storage::geometry(const Partition& p) const { return backings_[p.backing]->geometry; }
@@ -221,7 +271,10 @@ const std::string& Storage::path(const Partition& p) const { return backings_[p.
 
 std::string Storage::ProbeType(const Partition& p) const {
   const auto& path = backings_[p.backing]->path;
-  if (path.empty()) return "raw";
+  if (path.empty() || (p.logical && p.extents.empty())) return "raw";
+  // A logical partition: its first extent holds the superblock.
+  const uint64_t offset = p.logical ? p.extents[0].device_offset : p.offset;
+  const uint64_t size = p.logical ? p.extents[0].length : p.size;
   // A buffered fd of its own: the target's is O_DIRECT, which blkid's
   // unaligned reads would trip over.
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
@@ -229,8 +282,8 @@ std::string Storage::ProbeType(const Partition& p) const {
   blkid_probe pr = blkid_new_probe();
   if (pr == nullptr) return "raw";
   std::string type = "raw";
-  if (blkid_probe_set_device(pr, fd.get(), static_cast<blkid_loff_t>(p.offset),
-                             static_cast<blkid_loff_t>(p.size)) == 0) {
+  if (blkid_probe_set_device(pr, fd.get(), static_cast<blkid_loff_t>(offset), static_cast<blkid_loff_t>(size)) ==
+      0) {
     blkid_probe_enable_superblocks(pr, 1);
     blkid_probe_set_superblocks_flags(pr, BLKID_SUBLKS_TYPE);
     const char* value = nullptr;
@@ -244,6 +297,7 @@ std::string Storage::ProbeType(const Partition& p) const {
 
 Status Storage::Write(const Partition& p, std::span<const std::span<const uint8_t>> pieces, bool is_sparse,
                       const ProgressFn& progress, bool sync) {
+  FP_RETURN_IF_ERROR(CheckWritable(p));
   io::WriterOptions wo{.request_size = options_.request_size, .queue_depth = options_.queue_depth};
   wo.progress = progress;
   wo.sync = sync;
@@ -263,6 +317,11 @@ Status Storage::Sync(const Partition& p) {
 }
 
 Result<ReadView> Storage::OpenRead(const Partition& p) const {
+  // A read view is one window: a logical partition is read back only when
+  // it is one LINEAR extent, never [offset, +size) across other partitions.
+  if (p.logical && (p.extents.size() != 1 || p.extents[0].device_offset != p.offset || p.extents[0].length != p.size)) {
+    return Unsupported(fmt::format("logical partition '{}' in {} extents cannot be read back", p.name, p.extents.size()));
+  }
   const Backing& b = *backings_[p.backing];
   UniqueFd fd;
   if (b.target != nullptr) {
@@ -285,12 +344,26 @@ Result<ReadView> Storage::OpenRead(const Partition& p) const {
 }
 
 Status Storage::Erase(const Partition& p) {
-  const Backing& b = *backings_[p.backing];
-  io::IoOp op{.kind = b.geometry.block_device ? io::OpKind::kZeroOut : io::OpKind::kPunchHole,
-              .offset = p.offset, .length = p.size};
-  bool aligned = p.offset % 512 == 0 && p.size % 512 == 0;
+  if (p.logical && p.size == 0) return Status::Ok();  // nothing to erase
+  FP_RETURN_IF_ERROR(CheckWritable(p));
+  Status st = EraseRanges(*backings_[p.backing], p);
+  if (IsSuper(p)) dynamic_->Reload();
+  return st;
+}
+
+Status Storage::EraseRanges(const Backing& b, const Partition& p) {
+  std::vector<io::DeviceExtent> ranges = p.logical ? p.extents : std::vector<io::DeviceExtent>{{p.offset, p.size}};
+  bool aligned = std::all_of(ranges.begin(), ranges.end(), [](const io::DeviceExtent& r) {
+    return r.device_offset % 512 == 0 && r.length % 512 == 0;
+  });
   if (aligned || !b.geometry.block_device) {
-    Status st = RunOp(b.queue, op);
+    Status st;
+    for (const auto& r : ranges) {
+      io::IoOp op{.kind = b.geometry.block_device ? io::OpKind::kZeroOut : io::OpKind::kPunchHole,
+                  .offset = r.device_offset, .length = r.length};
+      st = RunOp(b.queue, op);
+      if (!st.ok()) break;
+    }
     if (st.ok()) return b.queue->Sync();
   }
   // Fallback: real zeros through the writer (bounds-checked there).

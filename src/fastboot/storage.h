@@ -5,6 +5,9 @@
 // Partitions come from a disk's GPT (OpenGpt) or from NAME=PATH[:OFFSET:SIZE]
 // specs (OpenSpecs); each distinct path is opened once (exclusively, O_DIRECT
 // where possible) with one IoQueue, and each partition is a window on it.
+// A `super` partition (AttachSuper) adds the logical partitions its liblp
+// metadata describes (dynamic_partitions.h): they are listed and found like
+// the others, and each is written through a window of its LINEAR extents.
 // Every write goes through an io::WriteSink whose window is the partition:
 // the pipelined engine (io::ImageWriter, the default), or a model the
 // benchmark compares it with, chosen by WriteOptions.model (bounce:N, U-Boot's
@@ -31,16 +34,25 @@
 #include "io/io_queue.h"
 #include "io/target.h"
 #include "io/write_model.h"
+#include "lp/block_io.h"
 
 namespace flashpipe::fastboot {
 
 struct Partition {
   std::string name;
   size_t backing = 0;   // which opened path
-  uint64_t offset = 0;  // absolute byte offset in that path
+  uint64_t offset = 0;  // absolute byte offset in that path (logical: of its first extent)
   uint64_t size = 0;
   std::array<uint8_t, 16> type_guid{};  // from the GPT; zeros for --partition
+  // A logical partition of the super: its bytes are `extents` (absolute
+  // ranges of the backing path, in partition order), never [offset, +size).
+  // Their total is `size` unless the metadata gives it ZERO extents, which
+  // store nothing: such a partition cannot be written.
+  bool logical = false;
+  std::vector<io::DeviceExtent> extents;
 };
+
+class DynamicPartitions;
 
 // NAME=PATH or NAME=PATH:OFFSET:SIZE (sizes as ParseSize takes them).
 inline constexpr std::string_view kPartitionSyntax = "NAME=PATH[:OFFSET:SIZE] (OFFSET, SIZE: bytes, K/M/G suffixes)";
@@ -85,8 +97,19 @@ class Storage {
                                            std::vector<Partition> partitions, WriteOptions options = {});
   ~Storage();
 
-  const std::vector<Partition>& partitions() const { return partitions_; }
+  // The physical partitions, then the logical ones.
+  std::vector<Partition> partitions() const;
   const Partition* Find(std::string_view name) const;
+
+  // Serves the logical partitions of the physical partition `name`, reading
+  // its metadata for `slot` (the super's own descriptor: OpenSuperIo; tests
+  // pass `io`). Fails when there is no such partition or it cannot be read.
+  Status AttachSuper(const std::string& name, char slot, std::unique_ptr<lp::BlockIo> io = nullptr);
+  // The super and its logical partitions; nullptr without AttachSuper.
+  DynamicPartitions* dynamic() { return dynamic_.get(); }
+  const DynamicPartitions* dynamic() const { return dynamic_.get(); }
+  // `p` is the physical partition holding the logical partitions' metadata.
+  bool IsSuper(const Partition& p) const;
   const io::Geometry& geometry(const Partition& p) const;
   // libblkid's TYPE for the partition's range ("ext4", "vfat", ...) or "raw".
   std::string ProbeType(const Partition& p) const;
@@ -105,7 +128,8 @@ class Storage {
   // REQUIRES: no write in flight (the view shares the storage's queue).
   Result<ReadView> OpenRead(const Partition& p) const;
   // Makes the partition read back as zeros: zeroout (block devices) or holes
-  // (files), real zeros when neither works.
+  // (files), real zeros when neither works; a logical partition extent by
+  // extent. Erasing the super reads its metadata again (it is gone).
   Status Erase(const Partition& p);
   // A small in-place change that must not tear: reads the logical block(s)
   // holding [offset, offset + length) of the partition, lets `edit` change
@@ -129,8 +153,10 @@ class Storage {
   Storage();
   Status AddPartition(Partition p);
   static io::Device DeviceOf(const Backing& b, const Partition& p);
+  Status EraseRanges(const Backing& b, const Partition& p);
   std::vector<std::unique_ptr<Backing>> backings_;
   std::vector<Partition> partitions_;
+  std::unique_ptr<DynamicPartitions> dynamic_;
   WriteOptions options_;
   BufferStock stock_{64u << 20};  // writer buffers, kept from one flash to the next
 };

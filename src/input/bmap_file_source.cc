@@ -80,6 +80,17 @@ class BmapFileSource : public ImageSource {
 
 }  // namespace
 
+Status CheckFirstBmapRange(int fd, const std::string& name, const Bmap& bmap) {
+  constexpr uint64_t kMaxPrecheck = 64 << 20;
+  if (bmap.ranges.empty() || bmap.checksum_type.empty() || bmap.ranges.front().checksum.empty()) return Status::Ok();
+  uint64_t begin = bmap.RangeBegin(bmap.ranges.front()), end = bmap.RangeEnd(bmap.ranges.front());
+  if (end - begin > kMaxPrecheck) return Status::Ok();
+  FP_ASSIGN_OR_RETURN(std::string got, HashRange(fd, bmap.checksum_type, begin, end));
+  if (got == bmap.ranges.front().checksum) return Status::Ok();
+  return Corrupt(fmt::format("{}: {}: {} mismatch: image has {}, bmap says {}; nothing written", name,
+                             bmap.RangeLabel(0), bmap.checksum_type, got, bmap.ranges.front().checksum));
+}
+
 std::unique_ptr<ImageSource> MakeBmapFileSource(UniqueFd fd, std::string name, Bmap bmap) {
   return std::make_unique<BmapFileSource>(std::move(fd), std::move(name), std::move(bmap));
 }

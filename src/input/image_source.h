@@ -3,11 +3,10 @@
 // form by magic bytes (detect.h), never by file name:
 //
 //   spec            content                 source
-//   file, seekable  sparse                  SparseFileSource: headers fed to the
-//                                           decoder, RAW payload zero-copy
-//                                           (ImageSink::RawFromFd)
-//   file, seekable  raw                     RawFileSource: data extents zero-copy,
-//                                           holes (SEEK_HOLE) as zero FILL
+//   file, seekable  sparse                  SparseFileSource: read ahead
+//                                           (sparse::ReadAhead) into the decoder
+//   file, seekable  raw                     RawFileSource: data extents read
+//                                           ahead, holes (SEEK_HOLE) as zero FILL
 //   "-", fifo       sparse or raw           StreamSource over a ByteReader
 //   any             gzip/xz/zstd/bzip2/lz4  StreamSource over a DecompressReader
 //                                           (its own thread); content detected
@@ -86,12 +85,18 @@ class ImageSource {
 struct SourceOptions {
   sparse::DecoderOptions decoder;
   std::string bmap_path;          // raw image + bmap
+  // bmap_path was found beside the image, not given (find_bmap.h): it must
+  // have the image's size, and a sparse image goes without it.
+  bool bmap_found = false;
   bool detect_zeros = true;       // raw streams: zero runs -> zero FILL
   size_t read_size = 1 << 20;     // stream read granularity
 };
 
 // `spec`: a path, "-" for stdin, or comma-separated sparse parts.
 Result<std::unique_ptr<ImageSource>> OpenImage(const std::string& spec, const SourceOptions& options);
+
+// A spec with a comma that names no file: a list of sparse parts.
+bool IsPartsSpec(const std::string& spec);
 
 // The files OpenImage(spec, options) reads (what inputs() will list), found
 // by stat alone: for a check that must come before the image is opened.

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -57,15 +58,107 @@ SparseBuilder Sample() {
   return b;
 }
 
-TEST_F(ImageSourceTest, SparseFileRawPayloadGoesZeroCopy) {
+TEST_F(ImageSourceTest, SparseFileIsReadAheadAndDecoded) {
   SparseBuilder b = Sample();
   auto r = Expand(Write("a.simg", b.Build()));
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(kind_, "sparse");
   EXPECT_EQ(known_, b.expanded().size());
   EXPECT_EQ(r->image, b.expanded());
-  EXPECT_EQ(r->fd_raws, 2u);  // both RAW chunks, none through OnRaw copies... 
+  EXPECT_EQ(r->fd_raws, 0u);  // RAW comes as slices of the read-ahead pieces
+  EXPECT_EQ(r->raws, 2u);
   EXPECT_EQ(r->skips, 1u);
+}
+
+// A payload spread over several read-ahead pieces arrives whole, and the
+// CRC32 chunk after it is checked over all of them.
+TEST_F(ImageSourceTest, SparseFileLongRawPayloadSpansPieces) {
+  const size_t piece = FileReadAhead().buffer_size;
+  const uint32_t blocks = static_cast<uint32_t>(3 * piece / 4096 + 3);
+  SparseBuilder b(4096);
+  b.RawBlocks(blocks, 9).Crc().Fill(1, 0);
+  auto r = Expand(Write("long.simg", b.Build()));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->image, b.expanded());
+  EXPECT_GE(r->raws, 4u);
+  SparseBuilder bad(4096);
+  bad.RawBlocks(blocks, 9).CrcValue(0x12345678);
+  EXPECT_EQ(Expand(Write("bad.simg", bad.Build())).status().code(), Code::kCorrupt);
+}
+
+TEST_F(ImageSourceTest, SparseFileTrailingDataIsAnError) {
+  auto bytes = Sample().Build();
+  bytes.push_back(0);
+  auto r = Expand(Write("trail.simg", bytes));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), Code::kCorrupt) << r.status().ToString();
+}
+
+// Pages of [0, len) of fd that are in the page cache.
+size_t Resident(int fd, size_t len) {
+  void* p = mmap(nullptr, len, PROT_READ, MAP_SHARED, fd, 0);
+  if (p == MAP_FAILED) return 0;
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  std::vector<unsigned char> vec((len + page - 1) / page);
+  size_t n = 0;
+  if (mincore(p, len, vec.data()) == 0)
+    for (unsigned char v : vec) n += v & 1;
+  munmap(p, len);
+  return n;
+}
+
+// A cold image is read with O_DIRECT, in large requests straight from the
+// disk, not through the page cache (which the old preads filled, a page at
+// a time behind the kernel's read-ahead).
+TEST_F(ImageSourceTest, ColdSparseFileIsReadPastThePageCache) {
+  SparseBuilder b(4096);
+  b.RawBlocks(2048, 4).Fill(16, 0).RawBlocks(1024, 5);
+  std::string path = Write("cold.simg", b.Build());
+  UniqueFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  ASSERT_TRUE(fd.valid());
+  const size_t size = static_cast<size_t>(std::filesystem::file_size(path));
+  const size_t pages = (size + 4095) / 4096;
+  ASSERT_EQ(fdatasync(fd.get()), 0);
+  ASSERT_EQ(posix_fadvise(fd.get(), 0, 0, POSIX_FADV_DONTNEED), 0);
+  if (Resident(fd.get(), size) > pages / 2) GTEST_SKIP() << "this filesystem keeps files in memory (tmpfs?)";
+  auto r = Expand(path);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->image, b.expanded());
+  EXPECT_LT(Resident(fd.get(), size), pages / 10);
+}
+
+TEST_F(ImageSourceTest, RawFileExtentsSpanPiecesAndHoles) {
+  const size_t piece = FileReadAhead().buffer_size;
+  auto data = Random(3 * piece + 4096, 11);
+  std::string path = dir_ / "long.img";
+  const uint64_t second = 4 * piece + 8192;  // a hole of about a piece between the extents
+  {
+    UniqueFd fd(open(path.c_str(), O_CREAT | O_WRONLY | O_CLOEXEC, 0644));
+    ASSERT_EQ(pwrite(fd.get(), data.data(), data.size(), 0), static_cast<ssize_t>(data.size()));
+    ASSERT_EQ(pwrite(fd.get(), data.data(), piece, static_cast<off_t>(second)), static_cast<ssize_t>(piece));
+    ASSERT_EQ(ftruncate(fd.get(), static_cast<off_t>(second + piece + 4096 + 3)), 0);  // odd hole at the end
+  }
+  auto r = Expand(path);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  std::vector<uint8_t> want(second + piece + 4096 + 3, 0);
+  std::copy(data.begin(), data.end(), want.begin());
+  std::copy(data.begin(), data.begin() + static_cast<ptrdiff_t>(piece), want.begin() + static_cast<ptrdiff_t>(second));
+  EXPECT_EQ(r->image, want);
+  EXPECT_GE(r->zero_fills, 1u);
+}
+
+// A file that is shorter than when it was opened (cut while it is written
+// out) is an error, not zeros.
+TEST_F(ImageSourceTest, RawFileCutWhileReadIsAnError) {
+  auto data = Random(64 << 10, 12);
+  std::string path = Write("cut.img", data);
+  UniqueFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  auto src = MakeRawFileSource(std::move(fd), path, 128 << 10);  // its size when "opened"
+  ImageRecorder rec;
+  Status s = src->Run(&rec);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.code(), Code::kCorrupt);
+  EXPECT_EQ(s.message(), path + ": the file ends at byte 0x10000, not 0x20000 as when it was opened: changed while read");
 }
 
 TEST_F(ImageSourceTest, SparseFileWithLargerHeadersAndCrc) {

@@ -28,12 +28,6 @@ std::string ImageRole(const std::string& path) { return fmt::format("the image i
 std::string BmapRole(const std::string& path) { return fmt::format("the bmap file {}", path); }
 constexpr std::string_view kStdinRole = "stdin (the image)";
 
-// A spec with a comma that names no file is a list of parts.
-bool IsPartsSpec(const std::string& spec) {
-  struct stat st;
-  return spec.find(',') != std::string::npos && ::stat(spec.c_str(), &st) != 0;
-}
-
 class PartsSource : public ImageSource {
  public:
   explicit PartsSource(std::vector<std::unique_ptr<ImageSource>> parts) : parts_(std::move(parts)) {
@@ -125,6 +119,11 @@ Result<std::unique_ptr<ImageSource>> OpenStream(std::unique_ptr<ByteReader> in, 
     compression = ImageKind::kRaw;
   }
   bool sparse = DetectKind(head) == ImageKind::kSparse;
+  if (sparse && options.bmap_found) bmap = nullptr;  // a found bmap is not for this image
+  if (bmap != nullptr && options.bmap_found && size.exact && *size.exact != bmap->image_size) {
+    return Corrupt(fmt::format("{} decompresses to {} bytes, the bmap's ImageSize is {}", reader->name(),
+                               *size.exact, bmap->image_size));
+  }
   if (bmap != nullptr) {
     if (sparse) return InvalidArgument(fmt::format("{}: --bmap needs a raw image, this one is sparse", reader->name()));
     return MakeBmapSource(std::move(reader), *bmap, compression);
@@ -151,10 +150,15 @@ Result<std::unique_ptr<ImageSource>> OpenSeekable(UniqueFd fd, const std::string
   FP_ASSIGN_OR_RETURN(size_t n, PreadUpTo(fd.get(), head, 0, path));
   std::span<const uint8_t> got(head, n);
   ImageKind kind = DetectKind(got);
+  if (kind == ImageKind::kSparse && options.bmap_found) bmap = nullptr;  // a found bmap is not for this image
   if (bmap != nullptr && kind == ImageKind::kRaw) {
     if (size < bmap->image_size) {
       return Corrupt(fmt::format("image {} has {} bytes, fewer than bmap ImageSize {}", path, size, bmap->image_size));
     }
+    if (options.bmap_found && size != bmap->image_size) {
+      return Corrupt(fmt::format("image {} has {} bytes, more than bmap ImageSize {}", path, size, bmap->image_size));
+    }
+    FP_RETURN_IF_ERROR(CheckFirstBmapRange(fd.get(), path, *bmap));
     return MakeBmapFileSource(std::move(fd), path, *bmap);
   }
   if (IsCompressed(kind) || bmap != nullptr) {
@@ -230,6 +234,11 @@ Result<std::unique_ptr<ImageSource>> OpenParts(const std::string& spec, const So
 }
 
 }  // namespace
+
+bool IsPartsSpec(const std::string& spec) {
+  struct stat st;
+  return spec.find(',') != std::string::npos && ::stat(spec.c_str(), &st) != 0;
+}
 
 std::string ImageForm::Name() const {
   std::string name = parts > 0 ? fmt::format("parts({})+", parts) : "";

@@ -1,10 +1,13 @@
-// RawFileSource: a seekable raw image. Data extents go to the sink as file
-// ranges (zero-copy RawFromFd); holes, found with SEEK_DATA/SEEK_HOLE, read as
+// RawFileSource: a seekable raw image. Its data extents, found with
+// SEEK_DATA/SEEK_HOLE, are read ahead by sparse::ReadAhead (threads, O_DIRECT
+// unless cached) and go to the sink as RAW; the holes between them read as
 // zeros by definition and go as zero FILL. No data block is inspected, so the
 // result is the file's bytes exactly.
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "input/sources.h"
+#include "sparse/read_ahead.h"
 
 namespace flashpipe::input {
 namespace {
@@ -24,19 +27,30 @@ class RawFileSource : public ImageSource {
 
  private:
   Status Copy(ImageSink* sink) {
+    uint64_t next = 0;  // where the reader thread looks for the next extent
+    sparse::RangeSource extents = [this, next]() mutable -> Result<std::optional<sparse::ByteRange>> {
+      uint64_t data = NextData(next);
+      if (data >= size_) return std::optional<sparse::ByteRange>();
+      next = NextHole(data);
+      return std::optional<sparse::ByteRange>(sparse::ByteRange{data, next - data});
+    };
+    sparse::ReadAhead in(fd_.get(), name_, std::move(extents), FileReadAhead());
     uint64_t pos = 0;
-    while (pos < size_) {
-      uint64_t data = NextData(pos);
-      if (data > pos) {
-        FP_RETURN_IF_ERROR(Hole(sink, pos, data));
-        pos = data;
-        continue;
-      }
-      uint64_t hole = NextHole(pos);
-      FP_ASSIGN_OR_RETURN(uint32_t crc, sink->RawFromFd(pos, fd_.get(), pos, hole - pos));
-      (void)crc;
-      pos = hole;
+    for (;;) {
+      FP_ASSIGN_OR_RETURN(sparse::ReadAhead::Piece piece, in.Next());
+      if (piece.data.empty()) break;
+      if (piece.offset > pos) FP_RETURN_IF_ERROR(Hole(sink, pos, piece.offset));
+      FP_RETURN_IF_ERROR(sink->OnRaw(piece.offset, piece.data));
+      pos = piece.offset + piece.data.size();
     }
+    // Pieces end early at end of file: a file cut while it was read is an
+    // error, never zeros; past the last extent, a hole to the end.
+    struct stat st;
+    if (pos < size_ && ::fstat(fd_.get(), &st) == 0 && S_ISREG(st.st_mode) && static_cast<uint64_t>(st.st_size) < size_) {
+      return Corrupt(fmt::format("the file ends at byte 0x{:x}, not 0x{:x} as when it was opened: changed while read",
+                                 st.st_size, size_));
+    }
+    if (pos < size_) FP_RETURN_IF_ERROR(Hole(sink, pos, size_));
     return sink->OnEnd();
   }
 
@@ -51,14 +65,12 @@ class RawFileSource : public ImageSource {
     if (r < 0 || static_cast<uint64_t>(r) <= pos) return size_;
     return std::min<uint64_t>(static_cast<uint64_t>(r), size_);
   }
-  // FILL lengths are multiples of 4; an odd tail is read as data (zeros).
+  // FILL lengths are multiples of 4; an odd tail goes as RAW zeros.
   Status Hole(ImageSink* sink, uint64_t begin, uint64_t end) {
+    static constexpr uint8_t kZeros[4] = {};
     uint64_t fill = (end - begin) & ~uint64_t{3};
     if (fill > 0) FP_RETURN_IF_ERROR(sink->OnFill(begin, fill, 0));
-    if (begin + fill < end) {
-      FP_ASSIGN_OR_RETURN(uint32_t crc, sink->RawFromFd(begin + fill, fd_.get(), begin + fill, end - begin - fill));
-      (void)crc;
-    }
+    if (begin + fill < end) FP_RETURN_IF_ERROR(sink->OnRaw(begin + fill, {kZeros, end - begin - fill}));
     return Status::Ok();
   }
 

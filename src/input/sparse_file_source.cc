@@ -1,46 +1,18 @@
-// SparseFileSource: a seekable sparse file. The decoder sees only headers and
-// small payloads; each RAW payload is handed to the sink as a file range
-// (RawFromFd), so it goes from the page cache straight into the writer's
-// aligned buffers, and the decoder is told with AdvanceRaw.
+// SparseFileSource: a seekable sparse file, read front to back by
+// sparse::ReadAhead (pieces read on threads, O_DIRECT where the file is not
+// in the page cache) and fed to the decoder, which hands RAW payloads to the
+// sink as slices of those pieces. The disk reads the next pieces while the
+// writer waits on its device: a cold image read by the writer's own blocking
+// pread calls left the device queue empty during each.
 #include <unistd.h>
-
-#include <algorithm>
-#include <vector>
 
 #include "base/fd_io.h"
 #include "input/sources.h"
 #include "sparse/format.h"
+#include "sparse/read_ahead.h"
 
 namespace flashpipe::input {
 namespace {
-
-// A read-ahead window over the file for headers and small payloads.
-class HeaderWindow {
- public:
-  HeaderWindow(int fd, uint64_t file_size) : fd_(fd), file_size_(file_size), buf_(64 << 10) {}
-  // Up to n bytes at pos (fewer at the end of the file).
-  Result<std::span<const uint8_t>> Get(uint64_t pos, size_t n) {
-    n = static_cast<size_t>(std::min<uint64_t>(n, file_size_ > pos ? file_size_ - pos : 0));
-    if (n > buf_.size()) buf_.resize(n);
-    if (pos < start_ || pos + n > start_ + size_) FP_RETURN_IF_ERROR(Fill(pos, std::max(n, size_t{64} << 10)));
-    size_t have = static_cast<size_t>(std::min<uint64_t>(n, start_ + size_ - pos));
-    return std::span<const uint8_t>(buf_.data() + (pos - start_), have);
-  }
-
- private:
-  Status Fill(uint64_t pos, size_t want) {
-    want = std::min(want, buf_.size());
-    FP_ASSIGN_OR_RETURN(size_t got, PreadUpTo(fd_, std::span(buf_).first(want), pos, "the image"));
-    start_ = pos;
-    size_ = got;
-    return Status::Ok();
-  }
-  int fd_;
-  uint64_t file_size_;
-  std::vector<uint8_t> buf_;
-  uint64_t start_ = 0;
-  size_t size_ = 0;
-};
 
 class SparseFileSource : public ImageSource {
  public:
@@ -59,43 +31,15 @@ class SparseFileSource : public ImageSource {
   }
 
  private:
+  // Every byte goes to the decoder, trailing data too (its error).
   Status Decode(ImageSink* sink) {
     sparse::Decoder dec(sink, options_);
-    HeaderWindow win(fd_.get(), file_size_);
-    uint64_t pos = 0;
-    auto feed = [&](size_t n) -> Status {
-      FP_ASSIGN_OR_RETURN(auto bytes, win.Get(pos, n));
-      pos += bytes.size();
-      return dec.Feed(bytes);
-    };
-    FP_RETURN_IF_ERROR(feed(std::max<size_t>(sparse::kFileHeaderSize, header_.file_hdr_sz)));
-    uint64_t chunk_end = pos;  // end of the current non-RAW chunk
-    while (!dec.finished() && pos < file_size_) {
-      if (dec.raw_pending() > 0) {
-        // A file cut inside the payload: hand over what is there and let the
-        // decoder's Finish() name the chunk and offset, as simg2img does.
-        uint64_t n = std::min(dec.raw_pending(), file_size_ - pos);
-        FP_ASSIGN_OR_RETURN(uint32_t crc, sink->RawFromFd(dec.raw_output_offset(), fd_.get(), pos, n));
-        FP_RETURN_IF_ERROR(dec.AdvanceRaw(n, crc));
-        pos += n;
-        chunk_end = pos;
-      } else if (pos < chunk_end) {
-        FP_RETURN_IF_ERROR(feed(static_cast<size_t>(std::min<uint64_t>(chunk_end - pos, 64 << 10))));
-      } else {
-        FP_ASSIGN_OR_RETURN(auto bytes, win.Get(pos, header_.chunk_hdr_sz));
-        if (bytes.size() < sparse::kChunkHeaderSize) {
-          FP_RETURN_IF_ERROR(feed(bytes.size()));
-          break;
-        }
-        sparse::ChunkHeader ch = sparse::ParseChunkHeader(bytes);
-        // RAW: stop after the header so that the payload goes zero-copy.
-        uint64_t size = ch.chunk_type == sparse::kChunkRaw ? header_.chunk_hdr_sz
-                                                            : std::max<uint64_t>(ch.total_sz, header_.chunk_hdr_sz);
-        chunk_end = pos + size;
-        FP_RETURN_IF_ERROR(feed(static_cast<size_t>(std::min<uint64_t>(size, 64 << 10))));
-      }
+    sparse::ReadAhead in(fd_.get(), name_, sparse::ReadAhead::OneRange(0, file_size_), FileReadAhead());
+    for (;;) {
+      FP_ASSIGN_OR_RETURN(sparse::ReadAhead::Piece piece, in.Next());
+      if (piece.data.empty()) break;
+      FP_RETURN_IF_ERROR(dec.Feed(piece.data));
     }
-    if (dec.finished() && pos < file_size_) FP_RETURN_IF_ERROR(feed(1));  // trailing data: the decoder's call
     return dec.Finish();
   }
 

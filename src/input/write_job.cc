@@ -4,6 +4,9 @@
 
 #include "base/units.h"
 #include "input/compare_sink.h"
+#include "input/find_bmap.h"
+#include "input/image_digest.h"
+#include "input/tap_sink.h"
 #include "input/write_targets.h"
 
 namespace flashpipe::input {
@@ -19,43 +22,6 @@ std::string Join(const std::vector<std::string>& names) {
   return out;
 }
 
-// A failure after targets were changed in place says so, and how far.
-Status PartlyWritten(const Status& s, const WriteTargets& targets, WriteReport* report) {
-  std::vector<std::string> names = targets.in_place_names();
-  uint64_t end = report->stats.changed_end;
-  if (names.empty() || (end == 0 && !targets.truncated_in_place())) return s;
-  report->partly_written_to = end;
-  return Status(s.code(), fmt::format("{}; {} partly written: image bytes before 0x{:x} ({}) may have changed, "
-                                      "none after them", s.ToString(), Join(names), end, FormatBytes(end)));
-}
-
-// From the commit point on: targets change.
-Status WriteAll(const WriteRequest& req, ImageSource& source, WriteTargets& targets, Progress* progress,
-                WriteReport* report) {
-  std::optional<uint64_t> known = source.known_size();
-  FP_RETURN_IF_ERROR(targets.Prepare(known));
-  FP_ASSIGN_OR_RETURN(auto devices, targets.MakeDevices(req.backend, req.writer.queue_depth));
-  report->backend = targets.backend_name();
-  io::WriterOptions wo = req.writer;
-  wo.progress = [&](uint64_t done, uint64_t total) { progress->Update(done, std::max(total, known.value_or(0))); };
-  FP_ASSIGN_OR_RETURN(auto writer, io::ImageWriter::Create(std::move(devices), wo));
-  WriterSink sink(writer.get(), targets.BlockCapacity());
-  Status run = source.Run(&sink);
-  report->image_size = source.image_size();
-  report->stats = writer->stats();
-  if (!run.ok()) return run;
-  Status fin = writer->Finish();
-  report->stats = writer->stats();
-  if (req.writer.verify) {
-    report->verify = fin.ok() ? VerifyOutcome::kPassed
-                     : fin.code() == Code::kMismatch ? VerifyOutcome::kFailed : VerifyOutcome::kNotRun;
-  }
-  FP_RETURN_IF_ERROR(fin);
-  FP_RETURN_IF_ERROR(targets.Commit(report->image_size));
-  progress->Done(report->image_size, report->image_size);
-  return Status::Ok();
-}
-
 // The files the run writes besides its targets come first: until they are
 // checked, the caller must not write them, not even to report a failure.
 Status CheckOtherOutputs(const WriteRequest& req, WriteReport* report) {
@@ -67,64 +33,320 @@ Status CheckOtherOutputs(const WriteRequest& req, WriteReport* report) {
   return Status::Ok();
 }
 
-Status Write(const WriteRequest& req, Progress* progress, WriteReport* report) {
-  FP_RETURN_IF_ERROR(CheckOtherOutputs(req, report));
-  FP_ASSIGN_OR_RETURN(WriteTargets targets, WriteTargets::Check(req.targets, {req.force, req.in_place}));
-  FP_ASSIGN_OR_RETURN(auto source, OpenImage(req.image, req.source));
-  report->kind = source->kind();
-  FP_RETURN_IF_ERROR(targets.RefuseInputs(source->inputs()));
-  FP_RETURN_IF_ERROR(targets.CheckFits(source->known_size(), source->min_size()));
-  Status s = WriteAll(req, *source, targets, progress, report);
-  return s.ok() ? s : PartlyWritten(s, targets, report);
+// The request with the bmap found beside the image, when none was given.
+WriteRequest WithBmap(const WriteRequest& req) {
+  WriteRequest r = req;
+  if (!r.source.bmap_path.empty() || !r.find_bmap || r.image == "-" || IsPartsSpec(r.image)) return r;
+  if (std::optional<std::string> found = FindBmap(r.image)) {
+    r.source.bmap_path = *found;
+    r.source.bmap_found = true;
+  }
+  return r;
 }
 
-Status Compare(const WriteRequest& req, Progress* progress, WriteReport* report) {
-  FP_RETURN_IF_ERROR(CheckOtherOutputs(req, report));
-  if (req.image == "-" && req.targets.size() > 1) {
-    return InvalidArgument("--verify-only reads stdin once: give one target");
+// One `flashpipe write`: the checks, then the write, then what each target
+// holds. Members are destroyed in reverse order: the writer (which drains
+// what is in flight) before the digest, the digest (which reads the image)
+// before the source, all before the targets that own the queues.
+class WriteJob {
+ public:
+  WriteJob(const WriteRequest& req, Progress* progress, WriteReport* report)
+      : req_(req), progress_(progress), report_(*report) {}
+
+  Status Run() {
+    FP_RETURN_IF_ERROR(Check());
+    FP_RETURN_IF_ERROR(CheckCancel(req_.cancel));
+    return Write();
   }
-  for (const std::string& path : req.targets) {
-    FP_ASSIGN_OR_RETURN(auto source, OpenImage(req.image, req.source));
-    report->kind = source->kind();
+  // The report's results, once Run() returned `status`.
+  void Conclude(Status status);
+
+ private:
+  Status Check();
+  Status Write();
+  Status Complete();
+  void OnPhase(io::WritePhase phase, uint64_t done, uint64_t total);
+  VerifyOutcome VerifyOf(size_t target) const;
+  TargetResult ResultOf(size_t index, const WriteTargets::Info& info, const Status& run) const;
+
+  const WriteRequest& req_;
+  Progress* progress_;
+  WriteReport& report_;
+  std::optional<WriteTargets> targets_;
+  std::unique_ptr<ImageSource> source_;
+  std::unique_ptr<ImageDigest> digest_;
+  std::unique_ptr<io::ImageWriter> writer_;
+  bool synced_ = false;    // every device's writes are done and synced
+  bool verified_ = false;  // ...and read back
+  std::optional<size_t> failed_;  // the target whose write, sync or read-back failed
+};
+
+Status WriteJob::Check() {
+  targets_.emplace(WriteTargets::Check(req_.targets, {req_.force, req_.in_place}));
+  auto source = OpenImage(req_.image, req_.source);  // also after a bad target: the report gets the size
+  if (source.ok()) {
+    source_ = std::move(*source);
+    report_.kind = source_->kind();
+    report_.image_size = source_->known_size();
+    if (req_.source.bmap_found) {
+      bool used = source_->form().bmap;
+      progress_->Note(used ? fmt::format("using block map {} (found beside the image; --no-bmap to write without it)",
+                                         req_.source.bmap_path)
+                           : fmt::format("ignoring block map {} found beside the image: the image is sparse",
+                                         req_.source.bmap_path));
+      if (!used) report_.bmap.clear();
+    }
+  }
+  FP_RETURN_IF_ERROR(targets_->status());
+  FP_RETURN_IF_ERROR(source.status());
+  FP_RETURN_IF_ERROR(targets_->RefuseInputs(source_->inputs()));
+  return targets_->CheckFits(source_->known_size(), source_->min_size());
+}
+
+void WriteJob::OnPhase(io::WritePhase phase, uint64_t done, uint64_t total) {
+  if (phase == io::WritePhase::kSync) {
+    progress_->Begin(Phase::kSyncing);
+  } else if (done == 0) {
+    synced_ = true;  // the writer only starts the read-back once every device is synced
+    progress_->Begin(Phase::kVerifying, total);
+  } else {
+    progress_->Update(done, total);
+  }
+}
+
+// From the commit point on: targets change.
+Status WriteJob::Write() {
+  std::optional<uint64_t> known = source_->known_size();
+  FP_RETURN_IF_ERROR(targets_->Prepare(known));
+  FP_ASSIGN_OR_RETURN(auto devices, targets_->MakeDevices(req_.backend, req_.writer.queue_depth));
+  report_.backend = targets_->backend_name();
+  for (size_t i = 0; req_.queue_hook && i < devices.size(); ++i) devices[i].queue = req_.queue_hook(i, devices[i].queue);
+  io::WriterOptions wo = req_.writer;
+  wo.cancel = req_.cancel;
+  wo.progress = [&](uint64_t done, uint64_t total) { progress_->Update(done, std::max(total, known.value_or(0))); };
+  wo.phase = [this](io::WritePhase p, uint64_t done, uint64_t total) { OnPhase(p, done, total); };
+  FP_ASSIGN_OR_RETURN(writer_, io::ImageWriter::Create(std::move(devices), wo));
+  if (req_.digest) {
+    auto digest = ImageDigest::Start();
+    if (digest.ok()) digest_ = std::move(*digest);  // without one the report says null
+  }
+  WriterSink writer_sink(writer_.get(), targets_->BlockCapacity());
+  TapSink sink(&writer_sink, req_.cancel, digest_.get());
+  progress_->Begin(Phase::kWriting, known.value_or(0));
+  Status run = source_->Run(&sink);
+  report_.stats = writer_->stats();
+  if (!run.ok()) {
+    failed_ = writer_->failed_device();
+    return run;
+  }
+  report_.image_size = source_->image_size();
+  Status fin = writer_->Finish();
+  report_.stats = writer_->stats();
+  if (!fin.ok()) {
+    failed_ = writer_->failed_device();
+    if (req_.writer.verify) report_.verify = fin.code() == Code::kMismatch ? VerifyOutcome::kFailed : VerifyOutcome::kNotRun;
+    // A read-back failure on one device: those verified before it are done.
+    if (synced_ && failed_) {
+      std::vector<bool> complete(req_.targets.size());
+      for (size_t i = 0; i < complete.size(); ++i) complete[i] = VerifyOf(i) == VerifyOutcome::kPassed;
+      (void)targets_->Commit(*report_.image_size, complete);
+    }
+    return fin;
+  }
+  synced_ = verified_ = true;
+  progress_->End();
+  if (req_.writer.verify) report_.verify = VerifyOutcome::kPassed;
+  return Complete();
+}
+
+// After the writer's Finish: the files go into place, then the digest.
+Status WriteJob::Complete() {
+  FP_RETURN_IF_ERROR(CheckCancel(req_.cancel));  // an interrupt before the renames: none of them
+  FP_RETURN_IF_ERROR(targets_->Commit(*report_.image_size));
+  if (digest_) report_.image_sha256 = digest_->Finish(*report_.image_size);
+  return Status::Ok();
+}
+
+// Devices are read back in order and the first bad one stops the read-back.
+VerifyOutcome WriteJob::VerifyOf(size_t target) const {
+  if (!req_.writer.verify || !synced_) return VerifyOutcome::kNotRun;
+  if (verified_) return VerifyOutcome::kPassed;
+  if (!failed_ || target > *failed_) return VerifyOutcome::kNotRun;
+  if (target < *failed_) return VerifyOutcome::kPassed;
+  return report_.verify == VerifyOutcome::kFailed ? VerifyOutcome::kFailed : VerifyOutcome::kNotRun;
+}
+
+TargetResult WriteJob::ResultOf(size_t index, const WriteTargets::Info& info, const Status& run) const {
+  TargetResult t{.path = info.path, .kind = info.kind, .in_place = info.in_place, .verify = VerifyOf(index)};
+  bool bad_readback = t.verify == VerifyOutcome::kFailed;
+  uint64_t changed = report_.stats.changed_end;
+  if (info.committed) t.state = TargetState::kWritten;
+  else if (!info.prepared) t.state = TargetState::kNotStarted;
+  else if (!info.in_place) t.state = TargetState::kUnchanged;
+  else if (synced_ && !bad_readback && failed_ != index) t.state = TargetState::kWritten;
+  else if (changed == 0 && !info.truncated) t.state = TargetState::kUnchanged;
+  else t.state = TargetState::kPartial;
+  if (t.state == TargetState::kPartial) t.partly_written_to = changed;
+  t.old_contents_discarded = info.truncated;
+  t.ok = t.state == TargetState::kWritten && (!req_.writer.verify || t.verify == VerifyOutcome::kPassed);
+  if (t.ok) return t;
+  t.status = info.status;
+  if (t.status.ok() && failed_ && *failed_ != index) {
+    t.stopped_by_other = true;
+    t.status = Cancelled(fmt::format("stopped: {} failed", req_.targets[*failed_]));
+  }
+  if (t.status.ok()) t.status = run.ok() ? Internal("not completed") : run;
+  return t;
+}
+
+void WriteJob::Conclude(Status status) {
+  if (!status.ok() && req_.cancel != nullptr && req_.cancel->cancelled()) {
+    report_.signal = req_.cancel->signal();
+    status = req_.cancel->Check();  // what failed after the signal (a pipe closed by it) is its consequence
+  }
+  if (!status.ok() && req_.source.bmap_found && status.code() == Code::kCorrupt && !report_.bmap.empty()) {
+    status = status.WithContext(fmt::format("block map {} (found beside the image; if it belongs to another image, "
+                                            "write with --no-bmap)", req_.source.bmap_path));
+  }
+  std::vector<std::string> partial, cut;  // changed in place; in-place files (cut first)
+  if (targets_) {
+    // A failure the checks found on one target stops the others too.
+    if (!failed_) {
+      auto infos = targets_->Describe();
+      for (size_t i = 0; i < infos.size() && !failed_; ++i)
+        if (!infos[i].status.ok()) failed_ = i;
+    }
+    auto infos = targets_->Describe();
+    for (size_t i = 0; i < infos.size(); ++i) {
+      const TargetResult& t = report_.results.emplace_back(ResultOf(i, infos[i], status));
+      if (t.state == TargetState::kPartial) (t.old_contents_discarded ? cut : partial).push_back(t.path);
+    }
+  }
+  if ((!partial.empty() || !cut.empty()) && !status.ok()) {
+    uint64_t end = report_.stats.changed_end;
+    report_.partly_written_to = end;
+    std::string what = status.ToString();
+    if (!partial.empty()) {
+      what += fmt::format("; {} partly written: image bytes before 0x{:x} ({}) may have changed, none after them",
+                          Join(partial), end, FormatBytes(end));
+    }
+    if (!cut.empty()) {
+      what += fmt::format("; {} partly written: cut to the image's size first, the old contents are gone; image "
+                          "bytes before 0x{:x} ({}) may have been written", Join(cut), end, FormatBytes(end));
+    }
+    status = Status(status.code(), what);
+  }
+  report_.status = status;
+}
+
+// --verify-only: each target read and compared in turn.
+class CompareJob {
+ public:
+  CompareJob(const WriteRequest& req, Progress* progress, WriteReport* report)
+      : req_(req), progress_(progress), report_(*report) {}
+
+  Status Run() {
+    if (req_.image == "-" && req_.targets.size() > 1) {
+      return InvalidArgument("--verify-only reads stdin once: give one target");
+    }
+    for (; done_ < req_.targets.size(); ++done_) FP_RETURN_IF_ERROR(CompareOne(req_.targets[done_]));
+    report_.verify = VerifyOutcome::kPassed;
+    return Status::Ok();
+  }
+  void Conclude(Status status);
+
+ private:
+  Status CompareOne(const std::string& path) {
+    FP_ASSIGN_OR_RETURN(auto source, OpenImage(req_.image, req_.source));
+    report_.kind = source->kind();
     FP_ASSIGN_OR_RETURN(auto target, io::Target::Open(path, {.read_only = true}));
-    CompareSink sink(target.get());
+    kinds_.push_back(target->geometry().block_device ? TargetKind::kBlockDevice : TargetKind::kFile);
+    CompareSink compare(target.get());
+    TapSink sink(&compare, req_.cancel, nullptr);
     std::optional<uint64_t> known = source->known_size();
+    report_.image_size = known;
     FP_RETURN_IF_ERROR(CheckFits(known.value_or(source->min_size()), target->window_size(), path, !known));
+    progress_->Begin(Phase::kVerifying, known.value_or(0));
     Status s = source->Run(&sink);
-    report->image_size = source->image_size();
-    report->stats.bytes_skipped = sink.bytes_skipped();
+    report_.image_size = source->image_size();
+    report_.stats.bytes_skipped = compare.bytes_skipped();
     if (!s.ok()) {
-      report->verify = s.code() == Code::kMismatch ? VerifyOutcome::kFailed : VerifyOutcome::kNotRun;
+      report_.verify = s.code() == Code::kMismatch ? VerifyOutcome::kFailed : VerifyOutcome::kNotRun;
       return s;
     }
-    progress->Done(sink.bytes_compared(), sink.bytes_compared());
+    progress_->Update(compare.bytes_compared(), compare.bytes_compared());
+    progress_->End();
+    return Status::Ok();
   }
-  report->verify = VerifyOutcome::kPassed;
-  return Status::Ok();
+
+  const WriteRequest& req_;
+  Progress* progress_;
+  WriteReport& report_;
+  size_t done_ = 0;  // targets that matched
+  std::vector<TargetKind> kinds_;
+};
+
+void CompareJob::Conclude(Status status) {
+  if (!status.ok() && req_.cancel != nullptr && req_.cancel->cancelled()) {
+    report_.signal = req_.cancel->signal();
+    status = req_.cancel->Check();
+  }
+  for (size_t i = 0; i < req_.targets.size(); ++i) {
+    TargetResult t{.path = req_.targets[i], .state = TargetState::kUnchanged};
+    if (i < kinds_.size()) t.kind = kinds_[i];
+    t.ok = i < done_;
+    t.verify = t.ok ? VerifyOutcome::kPassed : i == done_ ? report_.verify : VerifyOutcome::kNotRun;
+    if (i == done_) t.status = status;
+    if (i > done_) {
+      t.stopped_by_other = report_.signal == 0;
+      t.status = t.stopped_by_other ? Cancelled(fmt::format("stopped: {} failed", req_.targets[done_])) : status;
+    }
+    report_.results.push_back(std::move(t));
+  }
+  report_.status = status;
 }
 
 WriteReport Start(const WriteRequest& req) {
   WriteReport r;
   r.image = req.image;
   r.targets = req.targets;
+  r.bmap = req.source.bmap_path;
+  r.bmap_found = req.source.bmap_found;
+  r.verify_asked = req.writer.verify;
   return r;
+}
+
+void Finish(WriteReport& r, Progress* progress, std::chrono::steady_clock::time_point t0) {
+  progress->Stop();  // a phase the run left unfinished
+  r.seconds = Since(t0);
+  r.phases = {progress->seconds(Phase::kWriting), progress->seconds(Phase::kSyncing),
+              progress->seconds(Phase::kVerifying)};
 }
 
 }  // namespace
 
 WriteReport RunWriteJob(const WriteRequest& request, Progress* progress) {
   auto t0 = std::chrono::steady_clock::now();
-  WriteReport r = Start(request);
-  r.status = Write(request, progress, &r);
-  r.seconds = Since(t0);
+  WriteRequest req = WithBmap(request);
+  WriteReport r = Start(req);
+  Status s = CheckOtherOutputs(req, &r);
+  WriteJob job(req, progress, &r);
+  if (s.ok()) s = job.Run();
+  job.Conclude(s);
+  Finish(r, progress, t0);
   return r;
 }
 
 WriteReport VerifyOnly(const WriteRequest& request, Progress* progress) {
   auto t0 = std::chrono::steady_clock::now();
-  WriteReport r = Start(request);
-  r.status = Compare(request, progress, &r);
-  r.seconds = Since(t0);
+  WriteRequest req = WithBmap(request);
+  WriteReport r = Start(req);
+  r.verify_only = r.verify_asked = true;
+  Status s = CheckOtherOutputs(req, &r);
+  CompareJob job(req, progress, &r);
+  if (s.ok()) s = job.Run();
+  job.Conclude(s);
+  Finish(r, progress, t0);
   return r;
 }
 

@@ -17,13 +17,26 @@
 // stream of unknown size (stdin, gzip or bzip2 of raw) that turns out larger
 // than a block device stops at its end; the report then says the device was
 // partly written and up to which offset.
+//
+// Without an explicit bmap, one found beside the image (find_bmap.h) is used
+// and a note says so; a found bmap must match the image's size, and a
+// checksum mismatch says to try --no-bmap.
+// The run goes through the phases writing, syncing and verifying
+// (progress.h), and a CancelFlag stops it at the next request (in-flight
+// requests drained, nothing committed, temporary files removed). The report
+// (write_report.h) says what each target holds at the end, whatever stopped
+// the run: a failure of one target, of the image, or a signal. A failure in
+// the read-back of one device still lets the targets verified before it
+// complete (files renamed into place).
 // VerifyOnly compares targets with the image without writing (compare_sink.h).
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
+#include "base/cancel.h"
 #include "base/status.h"
 #include "input/image_source.h"
 #include "input/progress.h"
@@ -45,9 +58,16 @@ struct WriteRequest {
   // stdout): refused when one is a target or an input, before anything is
   // written. {"report.json", "the --json report"}
   std::vector<std::pair<std::string, std::string>> other_outputs;
+  bool find_bmap = true;   // look for IMAGE.bmap when source.bmap_path is empty
+  bool digest = true;      // the image's SHA-256 (image_digest.h) for the report
+  const CancelFlag* cancel = nullptr;  // set (by a signal handler): stop cleanly
+  // Tests: the queue target `index` is written through instead of `queue`
+  // (a testing::FaultQueue around it); the hook's owner keeps it alive.
+  std::function<io::IoQueue*(size_t index, io::IoQueue* queue)> queue_hook;
 };
 
-// Always returns a report; report.status says whether it worked.
+// Always returns a report; report.status says whether it worked. `progress`
+// must not be null (ProgressMode::kOff shows nothing).
 WriteReport RunWriteJob(const WriteRequest& request, Progress* progress);
 WriteReport VerifyOnly(const WriteRequest& request, Progress* progress);
 

@@ -83,6 +83,15 @@ struct WriteTargets::Entry : Landing {
   std::unique_ptr<io::IoQueue> queue;
   bool size_unknown = false;
   bool truncated = false;
+  Status status;          // this target's first failure
+  bool checked = false;   // CheckOne passed: the fields above describe it
+  bool committed = false;
+
+  // Records a failure of this target; returns it.
+  Status Fail(const Status& s) {
+    if (status.ok()) status = s;
+    return s;
+  }
 };
 
 namespace {
@@ -149,7 +158,7 @@ Result<std::unique_ptr<Entry>> CheckOne(const std::string& path, const TargetPol
 
 Status RefuseDuplicate(const std::vector<std::unique_ptr<Entry>>& seen, const Entry& e) {
   for (const auto& s : seen) {
-    if (!s->Overlaps(e)) continue;
+    if (!s->checked || !s->Overlaps(e)) continue;
     if (e.id && e.id->block_device && s->id->dev != e.id->dev) {
       return InvalidArgument(fmt::format("targets {} and {} overlap (a disk and one of its partitions)", s->path, e.path));
     }
@@ -184,23 +193,43 @@ WriteTargets::WriteTargets(WriteTargets&&) noexcept = default;
 WriteTargets& WriteTargets::operator=(WriteTargets&&) noexcept = default;
 WriteTargets::~WriteTargets() = default;
 
-Result<WriteTargets> WriteTargets::Check(const std::vector<std::string>& paths, const TargetPolicy& policy) {
+WriteTargets WriteTargets::Check(const std::vector<std::string>& paths, const TargetPolicy& policy) {
   WriteTargets t;
   for (const std::string& path : paths) {
-    FP_ASSIGN_OR_RETURN(auto e, CheckOne(path, policy));
-    FP_RETURN_IF_ERROR(RefuseDuplicate(t.entries_, *e));
+    auto checked = CheckOne(path, policy);
+    if (!checked.ok()) {
+      auto e = std::make_unique<Entry>();
+      e->path = path;
+      (void)e->Fail(checked.status());
+      t.entries_.push_back(std::move(e));
+      continue;
+    }
+    std::unique_ptr<Entry> e = std::move(*checked);
+    e->checked = true;
+    (void)e->Fail(RefuseDuplicate(t.entries_, *e));
     t.entries_.push_back(std::move(e));
   }
   return t;
 }
 
-Status WriteTargets::RefuseInputs(const std::vector<InputFile>& inputs) const {
+Status WriteTargets::status() const {
+  for (const auto& e : entries_)
+    if (!e->status.ok()) return e->status;
+  return Status::Ok();
+}
+
+Status WriteTargets::RefuseInputs(const std::vector<InputFile>& inputs) {
+  Status first;
   for (const auto& e : entries_) {
     for (const InputFile& in : inputs) {
-      if (auto why = Overwrites(*e, in)) return InvalidArgument(*why + ": an input is never written over");
+      auto why = Overwrites(*e, in);
+      if (!why) continue;
+      Status s = e->Fail(InvalidArgument(*why + ": an input is never written over"));
+      if (first.ok()) first = s;
+      break;
     }
   }
-  return Status::Ok();
+  return first;
 }
 
 Status RefuseOtherOutput(const std::string& path, std::string_view role, const std::vector<std::string>& targets,
@@ -219,36 +248,61 @@ Status RefuseOtherOutput(const std::string& path, std::string_view role, const s
   return Status::Ok();
 }
 
-Status WriteTargets::CheckFits(std::optional<uint64_t> exact, uint64_t at_least) const {
+Status WriteTargets::CheckFits(std::optional<uint64_t> exact, uint64_t at_least) {
   if (exact && *exact == 0) return InvalidArgument("the image is empty (0 bytes); nothing written");
   uint64_t need = exact.value_or(at_least);
   constexpr uint64_t kLargestFile = INT64_MAX;  // off_t
   if (need > kLargestFile) {
     return NoSpace(fmt::format("image of {} bytes is larger than any file or device can be; nothing written", need));
   }
+  Status first;
   for (const auto& e : entries_) {
-    if (e->mode != Mode::kBlockDevice) continue;
-    FP_RETURN_IF_ERROR(input::CheckFits(need, e->target->window_size(), e->path, /*lower_bound=*/!exact));
+    if (e->mode != Mode::kBlockDevice || !e->checked) continue;
+    Status s = e->Fail(input::CheckFits(need, e->target->window_size(), e->path, /*lower_bound=*/!exact));
+    if (first.ok()) first = s;
   }
+  return first;
+}
+
+namespace {
+
+Status PrepareTemp(Entry& e, std::optional<uint64_t> size) {
+  FP_ASSIGN_OR_RETURN(AtomicFile file, AtomicFile::Create(e.path));
+  UniqueFd fd(::dup(file.fd()));
+  if (!fd.valid()) return ErrnoError(fmt::format("{}: dup", file.temp_path()));
+  e.temp = std::move(file);
+  FP_ASSIGN_OR_RETURN(e.target, io::Target::Adopt(std::move(fd), e.path, {.truncate_to = size.value_or(0)}));
+  e.size_unknown = !size;
   return Status::Ok();
 }
+
+// Completes one target: cut to size when its size was unknown, renamed
+// over its path when it was written beside it.
+Status CommitOne(Entry& e, uint64_t image_size) {
+  if (e.size_unknown) {
+    int fd = e.target->fd();
+    if (::ftruncate(fd, static_cast<off_t>(image_size)) != 0 || (!e.temp && ::fdatasync(fd) != 0)) {
+      return ErrnoError(fmt::format("{}: cannot set size to {}", e.path, image_size));
+    }
+  }
+  if (e.temp) FP_RETURN_IF_ERROR(e.temp->Commit().WithContext(e.path));
+  e.committed = true;
+  return Status::Ok();
+}
+
+}  // namespace
 
 Status WriteTargets::Prepare(std::optional<uint64_t> size) {
   // Temporary files first: creating one may fail, and then nothing changed.
   for (auto& e : entries_) {
     if (e->mode != Mode::kNewFile) continue;
-    FP_ASSIGN_OR_RETURN(AtomicFile file, AtomicFile::Create(e->path));
-    UniqueFd fd(::dup(file.fd()));
-    if (!fd.valid()) return ErrnoError(fmt::format("{}: dup", file.temp_path()));
-    e->temp = std::move(file);
-    FP_ASSIGN_OR_RETURN(e->target, io::Target::Adopt(std::move(fd), e->path, {.truncate_to = size.value_or(0)}));
-    e->size_unknown = !size;
+    FP_RETURN_IF_ERROR(e->Fail(PrepareTemp(*e, size)));
   }
   prepared_ = true;
   for (auto& e : entries_) {
     if (e->mode != Mode::kInPlaceFile) continue;
     e->truncated = true;
-    FP_RETURN_IF_ERROR(e->target->Truncate(size.value_or(0)));
+    FP_RETURN_IF_ERROR(e->Fail(e->target->Truncate(size.value_or(0))));
     e->size_unknown = !size;
   }
   return Status::Ok();
@@ -257,7 +311,9 @@ Status WriteTargets::Prepare(std::optional<uint64_t> size) {
 Result<std::vector<io::Device>> WriteTargets::MakeDevices(io::Backend backend, unsigned depth) {
   std::vector<io::Device> devices;
   for (auto& e : entries_) {
-    FP_ASSIGN_OR_RETURN(e->queue, e->target->MakeQueue(backend, depth));
+    auto queue = e->target->MakeQueue(backend, depth);
+    if (!queue.ok()) return e->Fail(queue.status());
+    e->queue = std::move(*queue);
     io::Device d = io::DeviceFor(*e->target, e->queue.get());
     if (e->size_unknown) {
       d.geometry.size = kStreamWindow;
@@ -281,18 +337,34 @@ std::string WriteTargets::backend_name() const {
   return entries_.empty() || !entries_.front()->queue ? "" : std::string(entries_.front()->queue->name());
 }
 
-Status WriteTargets::Commit(uint64_t image_size) {
-  for (auto& e : entries_) {
-    if (!e->size_unknown) continue;
-    int fd = e->target->fd();
-    if (::ftruncate(fd, static_cast<off_t>(image_size)) != 0 || (!e->temp && ::fdatasync(fd) != 0)) {
-      return ErrnoError(fmt::format("{}: cannot set size to {}", e->path, image_size));
+Status WriteTargets::Commit(uint64_t image_size, const std::vector<bool>& complete) {
+  // One rename per target: each is old or new, never half of either.
+  Status first;
+  for (size_t i = 0; i < entries_.size(); ++i) {
+    Entry& e = *entries_[i];
+    if (!complete.empty() && !complete[i]) continue;
+    Status s = e.Fail(CommitOne(e, image_size));
+    if (first.ok()) first = s;
+  }
+  return first;
+}
+
+void WriteTargets::Blame(size_t index, const Status& status) {
+  if (index < entries_.size()) (void)entries_[index]->Fail(status);
+}
+
+std::vector<WriteTargets::Info> WriteTargets::Describe() const {
+  std::vector<Info> out;
+  for (const auto& e : entries_) {
+    Info i{.path = e->path, .status = e->status, .truncated = e->truncated, .committed = e->committed};
+    if (e->checked) {
+      i.kind = e->mode == Mode::kBlockDevice ? TargetKind::kBlockDevice : e->id ? TargetKind::kFile : TargetKind::kNewFile;
+      i.in_place = e->mode != Mode::kNewFile;
+      i.prepared = prepared_ || e->temp.has_value();
     }
+    out.push_back(std::move(i));
   }
-  for (auto& e : entries_) {
-    if (e->temp) FP_RETURN_IF_ERROR(e->temp->Commit().WithContext(e->path));
-  }
-  return Status::Ok();
+  return out;
 }
 
 std::vector<std::string> WriteTargets::in_place_names() const {

@@ -17,6 +17,11 @@
 //   Commit()        after the whole write (and verify): files of unknown size
 //                   cut to size, temporary files renamed over their targets.
 //
+// Each step goes through every target and keeps each one's own failure
+// (Describe()), so a report can say what happened to every target and not
+// only to the first that failed; the step returns the first failure. The
+// job goes on only when a step returned OK.
+//
 // Block devices, and existing files when in_place, are written in place: a
 // failure after Prepare leaves them partly written, and in_place_names()
 // says which. Every other file target keeps its old content until Commit;
@@ -33,6 +38,7 @@
 #include "base/file_id.h"
 #include "base/status.h"
 #include "input/image_source.h"
+#include "input/write_report.h"
 #include "io/image_writer.h"
 #include "io/target.h"
 
@@ -45,14 +51,16 @@ struct TargetPolicy {
 
 class WriteTargets {
  public:
-  static Result<WriteTargets> Check(const std::vector<std::string>& paths, const TargetPolicy& policy);
+  static WriteTargets Check(const std::vector<std::string>& paths, const TargetPolicy& policy);
   WriteTargets(WriteTargets&&) noexcept;
   WriteTargets& operator=(WriteTargets&&) noexcept;
   ~WriteTargets();
 
-  Status RefuseInputs(const std::vector<InputFile>& inputs) const;
+  // The first target's failure so far; OK when every target passed.
+  Status status() const;
+  Status RefuseInputs(const std::vector<InputFile>& inputs);
   // `exact`: the image's size when known; `at_least`: a lower bound.
-  Status CheckFits(std::optional<uint64_t> exact, uint64_t at_least) const;
+  Status CheckFits(std::optional<uint64_t> exact, uint64_t at_least);
   // `size`: the image's size when known (files are sized to it up front).
   Status Prepare(std::optional<uint64_t> size);
 
@@ -63,12 +71,30 @@ class WriteTargets {
   // The name of the first queue ("io_uring", ...), after MakeDevices.
   std::string backend_name() const;
 
-  Status Commit(uint64_t image_size);
+  // Completes the targets `complete` names (all when empty): a file of
+  // unknown size is cut to `image_size`, a temporary file renamed over its
+  // target, a block device just counted as written. One failing target does
+  // not keep the others from completing.
+  Status Commit(uint64_t image_size, const std::vector<bool>& complete = {});
+  // A failure the writer found on target `index` (ImageWriter::failed_device).
+  void Blame(size_t index, const Status& status);
 
   // Targets a failure after Prepare may have left partly written.
   std::vector<std::string> in_place_names() const;
   // An in-place file was truncated by Prepare (changed before any write).
   bool truncated_in_place() const;
+
+  // What each target is and what happened to it so far, in the order given.
+  struct Info {
+    std::string path;
+    TargetKind kind = TargetKind::kUnknown;
+    bool in_place = false;
+    Status status;           // its own failure
+    bool prepared = false;   // Prepare reached it: temp file made, or written in place from now on
+    bool truncated = false;  // an in-place file cut by Prepare
+    bool committed = false;
+  };
+  std::vector<Info> Describe() const;
 
   struct Entry;  // one target (write_targets.cc)
 

@@ -13,11 +13,19 @@ Result<std::unique_ptr<BounceWriter>> BounceWriter::Create(const Device& device,
     return InvalidArgument(fmt::format("{}: bounce buffer of {} bytes is not a positive multiple of the {}-byte block",
                                        device.name, options.buffer_bytes, block));
   }
-  return std::unique_ptr<BounceWriter>(new BounceWriter(device, options));
+  ExtentMap map = ExtentMap::Single(device.window_offset, WindowSize(device));
+  if (!device.extents.empty()) {
+    if (device.window_offset != 0 || device.window_size != 0) {
+      return InvalidArgument(device.name + ": a window is either extents or an offset and size, not both");
+    }
+    FP_ASSIGN_OR_RETURN(map, ExtentMap::Create(device.name, device.extents, device.geometry.size, block));
+  }
+  return std::unique_ptr<BounceWriter>(new BounceWriter(device, std::move(map), options));
 }
 
-BounceWriter::BounceWriter(const Device& device, const BounceOptions& options)
+BounceWriter::BounceWriter(const Device& device, ExtentMap map, const BounceOptions& options)
     : device_(device),
+      map_(std::move(map)),
       options_(options),
       bounce_(options.buffer_bytes, std::max<uint32_t>(device.geometry.mem_align, 512)),
       fill_(kFillBufferBytes, std::max<uint32_t>(device.geometry.mem_align, 512)) {}
@@ -38,11 +46,13 @@ Status BounceWriter::Issue(uint64_t offset, const uint8_t* buf, uint64_t length)
     return Unsupported(fmt::format("{}: bounce write at image offset 0x{:x}+{} is not aligned to the {}-byte block",
                                    device_.name, offset, length, block));
   }
-  IoOp op{.kind = OpKind::kWrite, .offset = device_.window_offset + offset, .length = length,
-          .buf = const_cast<uint8_t*>(buf)};
-  FP_RETURN_IF_ERROR(device_.queue->Submit(op));
-  FP_ASSIGN_OR_RETURN(IoCompletion c, device_.queue->Wait());
-  return c.status;
+  return map_.Split(offset, length, [&](uint64_t device_offset, uint64_t in_range, uint64_t n) -> Status {
+    IoOp op{.kind = OpKind::kWrite, .offset = device_offset, .length = n,
+            .buf = const_cast<uint8_t*>(buf + in_range)};
+    FP_RETURN_IF_ERROR(device_.queue->Submit(op));
+    FP_ASSIGN_OR_RETURN(IoCompletion c, device_.queue->Wait());
+    return c.status;
+  });
 }
 
 Status BounceWriter::Flush() {

@@ -25,7 +25,9 @@
 // offset.
 //
 // Every request is checked against the device window before it is issued;
-// on a device opened with O_DIRECT a request not aligned to the logical
+// a window of several extents (a logical partition) has a request that
+// crosses an extent's end issued as one blocking request per extent. On a
+// device opened with O_DIRECT a request not aligned to the logical
 // block is refused (kUnsupported) rather than sent. Finish() writes what is
 // left, then fdatasync unless options.sync is false. Thread-compatible.
 #pragma once
@@ -61,7 +63,7 @@ class BounceWriter final : public WriteSink {
   const WriteStats& stats() const override { return stats_; }
 
  private:
-  BounceWriter(const Device& device, const BounceOptions& options);
+  BounceWriter(const Device& device, ExtentMap map, const BounceOptions& options);
   Status Flush();  // writes the bounce buffer's bytes, if any
   // One request, submitted and waited for; the first failure sticks (no
   // request is issued after it, Finish returns it).
@@ -69,6 +71,7 @@ class BounceWriter final : public WriteSink {
   Status Issue(uint64_t offset, const uint8_t* buf, uint64_t length);
 
   Device device_;
+  ExtentMap map_;  // where each image byte lands on the device
   BounceOptions options_;
   AlignedBuffer bounce_;
   AlignedBuffer fill_;

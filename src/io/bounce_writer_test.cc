@@ -197,6 +197,42 @@ TEST_F(BounceWriterTest, DiscardModelChecksRangesAndWritesNothing) {
   EXPECT_EQ((*small)->OnRaw(0, data).code(), Code::kNoSpace);
 }
 
+// A logical partition's window: two extents out of device order. A request
+// that crosses the first extent's end goes out as one request per extent;
+// nothing lands outside them, and an image past their total is refused by
+// both models before anything is issued.
+TEST_F(BounceWriterTest, AWindowOfExtentsSplitsRequestsAtExtentEnds) {
+  Device d = Dev();
+  d.window_offset = 0;
+  d.window_size = 0;
+  d.extents = {{kWindow + (1 << 20), 40 << 10}, {kWindow, 80 << 10}};  // 120 KiB
+  std::vector<uint8_t> data(100 << 10);
+  for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<uint8_t>(i * 7 + 1);
+  auto w = BounceWriter::Create(d, {.buffer_bytes = 100 * 512});
+  ASSERT_TRUE(w.ok()) << w.status().ToString();
+  ASSERT_TRUE((*w)->OnRaw(0, data).ok());
+  ASSERT_TRUE((*w)->Finish().ok());
+  EXPECT_EQ(requests_, (std::vector<Request>{{1 << 20, 40960, 0}, {0, 10240, 0}, {10240, 51200, 0}}));
+  auto file = testing::ReadFile(path());
+  EXPECT_TRUE(std::equal(data.begin(), data.begin() + 40960, file.begin() + kWindow + (1 << 20)));
+  EXPECT_TRUE(std::equal(data.begin() + 40960, data.end(), file.begin() + kWindow));
+  EXPECT_TRUE(std::all_of(file.begin() + kWindow + 61440, file.begin() + kWindow + (1 << 20),
+                          [](uint8_t c) { return c == kOld; }));
+  EXPECT_TRUE(std::all_of(file.begin(), file.begin() + kWindow, [](uint8_t c) { return c == kOld; }));
+
+  requests_.clear();
+  std::vector<uint8_t> big(124 << 10, 1);
+  for (const char* model : {"bounce:100", "discard"}) {
+    auto sink = MakeWriteSink(*ParseWriteModel(model), d, {});
+    ASSERT_TRUE(sink.ok()) << sink.status().ToString();
+    sparse::FileHeader h{.blk_sz = 4096, .total_blks = 31};
+    Status st = (*sink)->OnHeader(h);
+    EXPECT_EQ(st.code(), Code::kNoSpace) << model;
+    EXPECT_NE(st.message().find("outside the window (122880 bytes)"), std::string::npos) << st.message();
+  }
+  EXPECT_TRUE(requests_.empty());
+}
+
 TEST_F(BounceWriterTest, PipelinedModelIsTheEngine) {
   auto b = Sample();
   auto w = MakeWriteSink(*ParseWriteModel("pipelined"), Dev(), {});

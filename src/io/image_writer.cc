@@ -29,19 +29,23 @@ ImageWriter::~ImageWriter() {
   impl_->ReturnBuffers();
 }
 
-Status ImageWriter::Impl::CheckEvent(uint64_t offset, uint64_t length) const {
+Status ImageWriter::Impl::CheckEvent(uint64_t offset, uint64_t length) {
   if (!failed.ok()) return failed;
   if (finished) return InvalidArgument("writer: event after Finish()");
+  FP_RETURN_IF_ERROR(CheckCancel(options.cancel));
   for (const auto& d : devs)
-    if (offset > d.dev.window_size || length > d.dev.window_size - offset)
+    if (offset > d.dev.window_size || length > d.dev.window_size - offset) {
+      if (failed_device < 0) failed_device = static_cast<int>(&d - devs.data());
       return NoSpace(fmt::format("image range 0x{:x}+{} goes beyond the end of {} (size {})", offset,
                                  length, d.dev.name, d.dev.window_size));
+    }
   return Status::Ok();
 }
 
 Status ImageWriter::Impl::PutData(uint64_t offset, uint64_t length, const FillFn& fill) {
   while (length > 0) {
     if (cur < 0 || offset != cur_end || cur_end == cur_base + request_size) {
+      FP_RETURN_IF_ERROR(CheckCancel(options.cancel));  // a long RAW range stops between requests
       FP_RETURN_IF_ERROR(FlushStaging());
       FP_ASSIGN_OR_RETURN(cur, AcquirePool());
       cur_base = AlignDown(offset, align);
@@ -196,28 +200,34 @@ void ImageWriter::Impl::Progress(uint64_t end) {
 
 Status ImageWriter::Impl::Finish() {
   if (finished) return InvalidArgument("writer: Finish() called twice");
-  Status s = failed.ok() ? FlushStaging() : failed;
+  Status s = failed.ok() ? CheckCancel(options.cancel) : failed;
+  if (s.ok()) s = FlushStaging();
   if (!s.ok() && failed.ok()) failed = s;
   finished = true;
   DrainAll();
   if (!failed.ok()) return failed;
+  stats.image_size = std::max(stats.image_size, progress_done);
+  if (options.progress) options.progress(progress_done, stats.image_size);
+  Phase(WritePhase::kSync, 0, 0);
   if (hold_len > 0) {
     for (auto& d : devs) {
-      if (Status st = d.dev.queue->Sync(); !st.ok()) return failed = st.WithContext(d.dev.name);
+      if (Status st = d.dev.queue->Sync(); !st.ok()) return Fail(d, st.WithContext(d.dev.name));
     }
     FP_RETURN_IF_ERROR(WriteHolds());
   }
   FP_RETURN_IF_ERROR(TrimFiles());
   for (auto& d : devs) {
     if (!options.sync && !options.verify) break;
-    Status st = d.dev.queue->Sync();
-    if (!st.ok() && failed.ok()) failed = st.WithContext(d.dev.name);
+    if (Status st = d.dev.queue->Sync(); !st.ok()) (void)Fail(d, st.WithContext(d.dev.name));
   }
   if (!failed.ok()) return failed;
-  stats.image_size = std::max(stats.image_size, progress_done);
-  if (options.progress) options.progress(progress_done, stats.image_size);
   if (options.verify) {
-    for (auto& d : devs) FP_RETURN_IF_ERROR(Verify(d));
+    uint64_t done = 0, total = VerifyBytes();
+    Phase(WritePhase::kVerify, 0, total);
+    for (auto& d : devs) {
+      Status st = Verify(d, &done, total);
+      if (!st.ok()) return st.code() == Code::kCancelled ? st : Fail(d, st);
+    }
     stats.verified = true;
   }
   return Status::Ok();
@@ -299,6 +309,11 @@ Result<uint32_t> ImageWriter::WriteRawFromFd(uint64_t out_offset, int fd, uint64
 }
 
 Status ImageWriter::Finish() { return impl_->Finish(); }
+
+std::optional<size_t> ImageWriter::failed_device() const {
+  if (impl_->failed_device < 0) return std::nullopt;
+  return static_cast<size_t>(impl_->failed_device);
+}
 const WriteStats& ImageWriter::stats() const { return impl_->stats; }
 
 }  // namespace flashpipe::io

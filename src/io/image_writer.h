@@ -18,6 +18,12 @@
 // everything back with O_DIRECT and compares against digests taken while
 // writing.
 //
+// Phases and stopping: Finish() tells `phase` when it moves from writing to
+// syncing and to verifying (with the verify's progress), and `cancel` stops
+// the writer between requests and between Finish()'s steps with kCancelled
+// (what is in flight is drained first); failed_device() says which device's
+// failure stopped it, for a report per target.
+//
 // Events may overlap earlier ones (overlaid parts); the final content is the
 // last event's, and verify checks the final content.
 // Memory: pool of queue_depth+2 buffers of request_size per writer, whatever
@@ -27,10 +33,12 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "base/buffer_stock.h"
+#include "base/cancel.h"
 #include "base/status.h"
 #include "io/extent_map.h"
 #include "io/io_queue.h"
@@ -39,6 +47,8 @@
 #include "sparse/sink.h"
 
 namespace flashpipe::io {
+
+enum class WritePhase : uint8_t { kSync, kVerify };
 
 enum class ZeroMode { kAuto, kWrite };      // auto: zeroout/holes; write: real zeros
 Result<ZeroMode> ParseZeroMode(std::string_view name);  // auto|write
@@ -64,8 +74,11 @@ struct Device {
   int file_fd = -1;
 };
 Device DeviceFor(const Target& target, IoQueue* queue);
-// OK when image bytes [offset, offset+length) lie inside the device's window
-// (window_size 0: up to the end of the geometry); else kNoSpace naming both.
+// Bytes of image the device's window holds: the extents' total, else
+// window_size (0: up to the end of the geometry).
+uint64_t WindowSize(const Device& device);
+// OK when image bytes [offset, offset+length) lie inside the device's window;
+// else kNoSpace naming both.
 Status CheckInWindow(const Device& device, uint64_t offset, uint64_t length);
 
 struct WriterOptions {
@@ -92,6 +105,14 @@ struct WriterOptions {
   BufferStock* stock = nullptr;
   // Called now and then with bytes of image processed so far.
   std::function<void(uint64_t done, uint64_t total)> progress;
+  // Finish() calls (kSync, 0, 0) once the writes are done, before the held
+  // back first block, file trims and fdatasyncs; (kVerify, 0, total) before
+  // reading back `total` bytes over all devices, then (kVerify, done, total)
+  // as the read-back goes on.
+  std::function<void(WritePhase phase, uint64_t done, uint64_t total)> phase;
+  // Once set, events, Finish() and verify stop at the next request with
+  // the flag's kCancelled status.
+  const CancelFlag* cancel = nullptr;
 };
 
 // A request size a user may ask for: a multiple of 4 KiB, 4 KiB to 64 MiB.
@@ -121,6 +142,10 @@ class ImageWriter final : public WriteSink {
   // Call once.
   Status Finish() override;
   const WriteStats& stats() const override;
+  // After a failure: the index (in Create's `devices`) of the device whose
+  // request, sync, window or read-back failed first; nullopt when the
+  // failure was no one device's (a bad event, a cancel).
+  std::optional<size_t> failed_device() const;
 
  private:
   ImageWriter();

@@ -71,8 +71,13 @@ TEST_P(LoopTest, Geometry) {
   EXPECT_EQ(g.logical_block, 512u);
   EXPECT_GE(g.physical_block, 512u);
   EXPECT_EQ(g.offset_align, 4096u);
-  EXPECT_EQ(g.max_request, std::stoull(Shell("cat /sys/block/" + loop_->path().substr(5) +
-                                           "/queue/max_sectors_kb")) * 1024);
+  auto queue = [&](const std::string& name) {
+    return std::stoull(Shell("cat /sys/block/" + loop_->path().substr(5) + "/queue/" + name));
+  };
+  EXPECT_EQ(g.max_request, queue("max_sectors_kb") * 1024);
+  // One bio: every 4 KiB page a segment (a loop device's segments hold 64 KiB).
+  ASSERT_GE(queue("max_segment_size"), 4096u);
+  EXPECT_EQ(g.max_unsplit, std::min<uint64_t>(g.max_request, queue("max_segments") * 4096));
   EXPECT_FALSE((*t)->fresh());
 }
 

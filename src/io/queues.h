@@ -6,6 +6,8 @@
 //   UringQueue   io_uring (liburing): O_DIRECT reads/writes, fixed buffers
 //                when registration succeeds, FALLOCATE for zeroout/holes,
 //                BLKDISCARD synchronously (no async discard in liburing 2.3).
+//                Reads and writes the block layer would split go straight
+//                to the kernel's io-wq workers (see MakeUringQueue).
 //
 // All of them finish short transfers by issuing the rest; a read that hits the
 // end of a regular file fills the remainder of the buffer with zeros (so the
@@ -22,7 +24,14 @@ namespace flashpipe::io {
 
 std::unique_ptr<IoQueue> MakeSyncQueue(int fd, unsigned depth);
 std::unique_ptr<IoQueue> MakeThreadQueue(int fd, unsigned depth);
-Result<std::unique_ptr<IoQueue>> MakeUringQueue(int fd, unsigned depth);
+// Reads and writes longer than `async_above` bytes (0: none) are queued with
+// IOSQE_ASYNC. io_uring first tries every op without blocking (REQ_NOWAIT);
+// the block layer refuses to split such a bio and fails it with EAGAIN, and
+// io_uring then issues it again from a worker. The first attempt has already
+// been charged by blk-throttle, so under a cgroup io.max limit every byte of
+// such an op counted twice (2x the time), and without one the attempt is
+// wasted work. Pass the device's Geometry::max_unsplit.
+Result<std::unique_ptr<IoQueue>> MakeUringQueue(int fd, unsigned depth, uint64_t async_above = 0);
 
 // Whether io_uring can be used in this process (probed once, then cached).
 // Not OK means: ENOSYS (old kernel), EPERM (sysctl kernel.io_uring_disabled or

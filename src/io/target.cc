@@ -20,15 +20,28 @@
 namespace flashpipe::io {
 namespace {
 
-// queue/max_sectors_kb of a whole disk, or of the disk a partition is on.
-uint64_t MaxSectorsKb(dev_t rdev) {
+// queue/NAME of a whole disk, or of the disk a partition is on; 0 if unknown.
+uint64_t QueueLimit(dev_t rdev, const char* name) {
   std::string base = fmt::format("/sys/dev/block/{}:{}", major(rdev), minor(rdev));
-  for (const char* rel : {"/queue/max_sectors_kb", "/../queue/max_sectors_kb"}) {
-    std::ifstream in(base + rel);
-    uint64_t kb = 0;
-    if (in >> kb && kb > 0) return kb;
+  for (const char* dir : {"/queue/", "/../queue/"}) {
+    std::ifstream in(base + dir + name);
+    uint64_t v = 0;
+    if (in >> v && v > 0) return v;
   }
   return 0;
+}
+
+// A read or write longer than this is split into several bios. Pages are
+// counted as one segment each (they may merge when physically adjacent, which
+// nothing promises).
+uint64_t MaxUnsplit(dev_t rdev) {
+  constexpr uint64_t kPage = 4096;
+  uint64_t sectors_kb = QueueLimit(rdev, "max_sectors_kb");
+  uint64_t segments = QueueLimit(rdev, "max_segments");
+  uint64_t segment_size = QueueLimit(rdev, "max_segment_size");
+  if (sectors_kb == 0 || segments == 0 || segment_size == 0) return 0;
+  uint64_t per_page = (kPage + segment_size - 1) / segment_size;  // segments one page needs
+  return std::min(sectors_kb * 1024, segments / per_page * kPage);
 }
 
 // STATX_DIOALIGN (Linux 6.1+): the real O_DIRECT alignment, when reported.
@@ -54,7 +67,8 @@ Status BlockGeometry(int fd, const struct stat& st, const std::string& path, Geo
   g->physical_block = std::max<uint32_t>(physical, g->logical_block);
   g->offset_align = std::max<uint32_t>(g->physical_block, 4096);
   g->optimal_io = opt;
-  if (uint64_t kb = MaxSectorsKb(st.st_rdev)) g->max_request = kb * 1024;
+  if (uint64_t kb = QueueLimit(st.st_rdev, "max_sectors_kb")) g->max_request = kb * 1024;
+  g->max_unsplit = MaxUnsplit(st.st_rdev);
   g->mem_align = 4096;
   return Status::Ok();
 }
@@ -214,7 +228,7 @@ Result<std::unique_ptr<IoQueue>> Target::MakeQueue(Backend backend, unsigned dep
   if (auto_backend) backend = ProbeUring().ok() ? Backend::kUring : Backend::kThreads;
   switch (backend) {
     case Backend::kUring: {
-      auto q = MakeUringQueue(fd_.get(), depth);
+      auto q = MakeUringQueue(fd_.get(), depth, geometry_.max_unsplit);
       if (q.ok() || !auto_backend) return q;
       return MakeThreadQueue(fd_.get(), depth);  // probe passed, ring setup did not
     }

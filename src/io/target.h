@@ -12,8 +12,9 @@
 // the filesystem allows it (tmpfs does not: then buffered, and geometry says
 // so). Adopt() wraps a file someone else created (an AtomicFile's temporary
 // file) the same way.
-// Geometry: BLKSSZGET, BLKPBSZGET, BLKIOOPT, queue/max_sectors_kb, statx
-// STATX_DIOALIGN; files use 4096 unless statx says otherwise.
+// Geometry: BLKSSZGET, BLKPBSZGET, BLKIOOPT, queue/max_sectors_kb,
+// max_segments and max_segment_size, statx STATX_DIOALIGN; files use 4096
+// unless statx says otherwise.
 #pragma once
 
 #include <cstdint>
@@ -34,6 +35,10 @@ struct Geometry {
   uint32_t offset_align = 4096;     // O_DIRECT offset/length alignment we use
   uint64_t max_request = 1 << 20;   // largest single request (max_sectors_kb)
   uint64_t optimal_io = 0;          // BLKIOOPT, 0 if unknown
+  // Block devices: the longest read or write the block layer takes as one
+  // bio, counting every 4 KiB page as a segment of its own (max_sectors_kb,
+  // max_segments, max_segment_size); 0 if unknown. Longer ones are split.
+  uint64_t max_unsplit = 0;
   bool block_device = false;
   bool direct = true;               // opened with O_DIRECT
 };

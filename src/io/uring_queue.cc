@@ -36,8 +36,8 @@ int InitRing(unsigned entries, io_uring* ring) {
 
 class UringQueue final : public IoQueue {
  public:
-  UringQueue(int fd, unsigned depth)
-      : fd_(fd), depth_(depth), slots_(depth) {
+  UringQueue(int fd, unsigned depth, uint64_t async_above)
+      : fd_(fd), depth_(depth), async_above_(async_above), slots_(depth) {
     for (unsigned i = 0; i < depth; ++i) free_.push_back(depth - 1 - i);
   }
   ~UringQueue() override {
@@ -151,6 +151,8 @@ class UringQueue final : public IoQueue {
       case OpKind::kDiscard:
         return Internal("io_uring: discard is synchronous");
     }
+    bool transfer = op.kind == OpKind::kWrite || op.kind == OpKind::kRead;
+    if (transfer && async_above_ > 0 && len > async_above_) io_uring_sqe_set_flags(sqe, IOSQE_ASYNC);
     io_uring_sqe_set_data64(sqe, slot);
     int r = io_uring_submit(&ring_);
     if (r < 0) return IoError(DescribeOp(op) + ": io_uring_submit failed", -r);
@@ -188,6 +190,7 @@ class UringQueue final : public IoQueue {
 
   int fd_;
   unsigned depth_;
+  uint64_t async_above_;  // reads/writes longer than this: IOSQE_ASYNC (0: never)
   io_uring ring_{};
   bool registered_ = false;
   std::vector<Slot> slots_;
@@ -216,8 +219,8 @@ Status ProbeUring() {
   return result;
 }
 
-Result<std::unique_ptr<IoQueue>> MakeUringQueue(int fd, unsigned depth) {
-  auto q = std::make_unique<UringQueue>(fd, depth ? depth : 1);
+Result<std::unique_ptr<IoQueue>> MakeUringQueue(int fd, unsigned depth, uint64_t async_above) {
+  auto q = std::make_unique<UringQueue>(fd, depth ? depth : 1, async_above);
   int r = q->Init();
   if (r < 0) return IoError("io_uring setup failed", -r);
   return std::unique_ptr<IoQueue>(std::move(q));

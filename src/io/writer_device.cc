@@ -38,6 +38,14 @@ void ImageWriter::Impl::Release(BufRef ref, DevState& d) {
   }
 }
 
+Status ImageWriter::Impl::Fail(const DevState& d, Status s) {
+  if (failed.ok()) {
+    failed = std::move(s);
+    failed_device = static_cast<int>(&d - devs.data());
+  }
+  return failed;
+}
+
 // Submits one op on one device after every earlier op that overlaps it has
 // completed: the queue completes in any order, and two writes to one range in
 // flight at once would leave either on the medium.
@@ -58,9 +66,8 @@ Status ImageWriter::Impl::Issue(DevState& d, OpKind kind, uint64_t begin, uint64
     }
   }
   if (begin > d.limit || length > d.limit - begin) {
-    failed = NoSpace(fmt::format("{}: request at image offset 0x{:x}+{} is outside the window (size {})",
-                                 d.dev.name, begin, length, d.dev.window_size));
-    return failed;
+    return Fail(d, NoSpace(fmt::format("{}: request at image offset 0x{:x}+{} is outside the window (size {})",
+                                       d.dev.name, begin, length, d.dev.window_size)));
   }
   IoQueue* q = d.dev.queue;
   auto overlaps = [&] {
@@ -83,10 +90,7 @@ Status ImageWriter::Impl::Issue(DevState& d, OpKind kind, uint64_t begin, uint64
     if (&d == &devs[0] && kind != OpKind::kRead) ++stats.requests;
     return Status::Ok();
   });
-  if (!s.ok()) {
-    if (failed.ok()) failed = s;
-    return failed;
-  }
+  if (!s.ok()) return Fail(d, s);
   if (kind == OpKind::kWrite && begin + length > d.dev.window_size) d.extended = true;
   if (&d == &devs[0] && kind == OpKind::kWrite) stats.bytes_written += length;
   return Status::Ok();
@@ -98,17 +102,14 @@ Status ImageWriter::Impl::WaitDevice(DevState& d) {
   if (!c.ok()) {
     d.inflight.clear();  // the queue is broken: nothing more will complete
     d.broken = true;     // ...that we know of: its buffers never go back to a stock
-    if (failed.ok()) failed = c.status().WithContext(d.dev.name);
-    return failed;
+    return Fail(d, c.status().WithContext(d.dev.name));
   }
   auto it = std::find_if(d.inflight.begin(), d.inflight.end(),
                          [&](const InflightOp& o) { return o.tag == c->tag; });
   if (it == d.inflight.end()) {
-    if (failed.ok()) failed = Internal(fmt::format("{}: completion for unknown tag {}", d.dev.name, c->tag));
-    return failed;
+    return Fail(d, Internal(fmt::format("{}: completion for unknown tag {}", d.dev.name, c->tag)));
   }
-  if (!c->status.ok() && failed.ok())
-    failed = c->status.WithContext(fmt::format("{}: image offset 0x{:x}", d.dev.name, it->begin));
+  if (!c->status.ok()) (void)Fail(d, c->status.WithContext(fmt::format("{}: image offset 0x{:x}", d.dev.name, it->begin)));
   Release(it->buf, d);
   d.inflight.erase(it);
   return failed;
@@ -254,8 +255,8 @@ Status ImageWriter::Impl::WriteHolds() {
 Status ImageWriter::Impl::TrimFiles() {
   for (auto& d : devs) {
     if (!d.extended || d.dev.file_fd < 0) continue;
-    if (ftruncate(d.dev.file_fd, static_cast<off_t>(d.dev.geometry.size)) != 0 && failed.ok())
-      failed = ErrnoError(fmt::format("{}: cannot trim the file back to {} bytes", d.dev.name, d.dev.geometry.size));
+    if (ftruncate(d.dev.file_fd, static_cast<off_t>(d.dev.geometry.size)) != 0)
+      (void)Fail(d, ErrnoError(fmt::format("{}: cannot trim the file back to {} bytes", d.dev.name, d.dev.geometry.size)));
     d.extended = false;
   }
   return failed;

@@ -68,6 +68,7 @@ struct ImageWriter::Impl {
   // Tags of the op Issue submitted last: one per piece, first_tag..last_tag.
   uint64_t first_tag = 0, last_tag = 0;
   Status failed;
+  int failed_device = -1;      // index in devs of the device `failed` came from
   bool finished = false;
   WriteStats stats;
   uint64_t progress_done = 0, progress_reported = 0;
@@ -77,7 +78,7 @@ struct ImageWriter::Impl {
   uint64_t cur_base = 0, cur_begin = 0, cur_end = 0;
 
   // --- events (image_writer.cc)
-  Status CheckEvent(uint64_t offset, uint64_t length) const;
+  Status CheckEvent(uint64_t offset, uint64_t length);
   using FillFn = std::function<Status(uint8_t* dst, uint64_t n, uint64_t image_offset)>;
   Status PutData(uint64_t offset, uint64_t length, const FillFn& fill);
   Status FlushStaging();
@@ -92,6 +93,11 @@ struct ImageWriter::Impl {
   Status PatternRange(uint64_t begin, uint64_t end, uint32_t pattern);
   void Progress(uint64_t end);
   Status Finish();
+  // The first failure sticks, with the device it came from: returns `failed`.
+  Status Fail(const DevState& d, Status s);
+  void Phase(WritePhase phase, uint64_t done, uint64_t total) const {
+    if (options.phase) options.phase(phase, done, total);
+  }
 
   // --- devices (writer_device.cc)
   Status Issue(DevState& d, OpKind kind, uint64_t begin, uint64_t length, uint8_t* buf, BufRef ref);
@@ -118,7 +124,9 @@ struct ImageWriter::Impl {
   void ReturnBuffers();
 
   // --- verify (writer_verify.cc)
-  Status Verify(DevState& d);
+  // Reads d back; `done` counts the bytes verified over all devices, of `total`.
+  Status Verify(DevState& d, uint64_t* done, uint64_t total);
+  uint64_t VerifyBytes() const;
 };
 
 }  // namespace flashpipe::io

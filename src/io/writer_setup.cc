@@ -61,9 +61,18 @@ Device DeviceFor(const Target& target, IoQueue* queue) {
   return d;
 }
 
-Status CheckInWindow(const Device& device, uint64_t offset, uint64_t length) {
+uint64_t WindowSize(const Device& device) {
+  if (!device.extents.empty()) {
+    uint64_t total = 0;
+    for (const auto& e : device.extents) total += e.length;
+    return total;
+  }
   uint64_t start = std::min(device.window_offset, device.geometry.size);
-  uint64_t window = device.window_size != 0 ? device.window_size : device.geometry.size - start;
+  return device.window_size != 0 ? device.window_size : device.geometry.size - start;
+}
+
+Status CheckInWindow(const Device& device, uint64_t offset, uint64_t length) {
+  const uint64_t window = WindowSize(device);
   if (offset > window || length > window - offset) {
     return NoSpace(fmt::format("{}: write at image offset 0x{:x}+{} is outside the window ({} bytes)",
                                device.name, offset, length, window));

@@ -18,7 +18,14 @@ struct Chunk {
 
 }  // namespace
 
-Status ImageWriter::Impl::Verify(DevState& d) {
+uint64_t ImageWriter::Impl::VerifyBytes() const {
+  uint64_t total = 0;
+  for (const auto& d : devs)
+    for (const auto& [begin, extent] : d.digests.extents()) total += extent.end - begin;
+  return total;
+}
+
+Status ImageWriter::Impl::Verify(DevState& d, uint64_t* done, uint64_t total) {
   const uint64_t bs = d.digests.block();
   auto ext = d.digests.extents().begin();
   uint64_t at = ext == d.digests.extents().end() ? 0 : ext->first;
@@ -40,6 +47,11 @@ Status ImageWriter::Impl::Verify(DevState& d) {
   Status result;
   for (;;) {
     Chunk c;
+    if (Status st = CheckCancel(options.cancel); !st.ok()) {
+      for (auto& q : pending) --pool_refs[q.buf];
+      DrainAll();
+      return st;
+    }
     while (pending.size() < depth && next_chunk(&c)) {
       FP_ASSIGN_OR_RETURN(int b, AcquirePool());
       Status s = Issue(d, OpKind::kRead, c.begin, c.end - c.begin, pool[b].data(), {BufRef::kPool, b});
@@ -69,6 +81,8 @@ Status ImageWriter::Impl::Verify(DevState& d) {
       DrainAll();
       return s;
     }
+    *done += p.chunk.end - p.chunk.begin;
+    Phase(WritePhase::kVerify, *done, total);
   }
 }
 

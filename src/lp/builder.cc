@@ -189,6 +189,51 @@ Status Builder::ResizePartition(std::string_view name, uint64_t size) {
   return Status::Ok();
 }
 
+Status Builder::CheckImportedExtent(std::string_view name, const ExtentEntry& e) const {
+  if (e.target_type != kTargetLinear) return Status::Ok();
+  if (e.target_source >= devices_.size()) {
+    return InvalidArgument(fmt::format("partition {}: extent on block device {}, the new layout has {}", name,
+                                       e.target_source, devices_.size()));
+  }
+  const BlockDeviceEntry& d = devices_[e.target_source];
+  const uint64_t end = e.target_data + e.num_sectors;
+  if (e.target_data < d.first_logical_sector || end < e.target_data || end > d.size / kSectorSize) {
+    return NoSpace(fmt::format("partition {}: sectors {}..{} are outside {}'s logical space {}..{}", name,
+                               e.target_data, end, d.partition_name, d.first_logical_sector, d.size / kSectorSize));
+  }
+  if (IsAllocated(e.target_source, e.target_data, end)) {
+    return InvalidArgument(
+        fmt::format("partition {}: sectors {}..{} are already allocated in the new layout", name, e.target_data, end));
+  }
+  return Status::Ok();
+}
+
+Status Builder::ImportPartition(const Metadata& from, const PartitionEntry& p) {
+  const std::string& group = from.groups[p.group_index].name;
+  const Partition* existing = FindPartition(p.name);
+  if (existing != nullptr && !existing->extents.empty()) {
+    return InvalidArgument(fmt::format("partition {} already has {} bytes in the new layout", p.name,
+                                       existing->size()));
+  }
+  const std::string& into = existing != nullptr ? existing->group : group;
+  if (existing == nullptr && FindGroup(group) == nullptr) {
+    return NotFound(fmt::format("partition {}: the new layout has no group {}", p.name, group));
+  }
+  uint64_t bytes = 0;
+  for (const ExtentEntry& e : ExtentsOf(from, p)) {
+    FP_RETURN_IF_ERROR(CheckImportedExtent(p.name, e));
+    bytes += e.target_type == kTargetLinear ? e.num_sectors * kSectorSize : 0;
+  }
+  if (const Group* g = FindGroup(into); g->maximum_size != 0 && GroupUsage(into) + bytes > g->maximum_size) {
+    return NoSpace(fmt::format("partition {}: {} bytes do not fit group {} ({} of {} bytes used)", p.name, bytes,
+                               into, GroupUsage(into), g->maximum_size));
+  }
+  if (existing == nullptr) FP_RETURN_IF_ERROR(AddPartition(p.name, group, p.attributes));
+  auto extents = ExtentsOf(from, p);
+  Find(p.name)->extents.assign(extents.begin(), extents.end());
+  return Status::Ok();
+}
+
 void Builder::SetHeaderFlags(uint32_t flags) {
   header_flags_ = flags;
   minor_version_ = std::max(minor_version_, kMinorVersionForExpandedHeader);

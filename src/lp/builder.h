@@ -87,6 +87,13 @@ class Builder {
   Status RemovePartition(std::string_view name);
   // Rounds `size` up to whole logical blocks, then grows or shrinks.
   Status ResizePartition(std::string_view name, uint64_t size);
+  // Carries partition `p` of `from` over with its extents as they are (what
+  // fastboot's update-super does with the other slot's partitions): into an
+  // empty partition of that name, or a new one in the group of the same
+  // name. Refused when the partition here already has space, the group does
+  // not exist or cannot hold it, or an extent is outside its device or
+  // overlaps space already allocated. REQUIRES: from passed the reader's checks.
+  Status ImportPartition(const Metadata& from, const PartitionEntry& p);
   // Sets header flags (kHeaderFlagVirtualAb); needs the 10.2 header.
   void SetHeaderFlags(uint32_t flags);
 
@@ -111,6 +118,7 @@ class Builder {
   uint64_t AlignSector(uint32_t device, uint64_t sector) const;
   bool IsAllocated(uint32_t device, uint64_t start, uint64_t end) const;
   Status Grow(Partition* p, uint64_t size);
+  Status CheckImportedExtent(std::string_view name, const ExtentEntry& e) const;
 
   Geometry geometry_;
   uint16_t minor_version_ = 0;

@@ -45,16 +45,17 @@ Status Create(const BmapRequest& req, input::Progress* progress, const std::func
   report->backend = std::string(queue->name());
   FP_ASSIGN_OR_RETURN(auto reader, io::ImageReader::Create(*src.target, queue.get(), 0, src.length,
                                                            {.request_size = req.queue.request_size}));
+  if (progress) progress->Begin(input::Phase::kReading, src.length);
   auto on_progress = [&](uint64_t done) {
     if (progress) progress->Update(done, src.length);
   };
   FP_ASSIGN_OR_RETURN(report->scan, Pump(*reader, 0, src.length, *bmap, on_progress));
+  if (progress) progress->End();
   report->blocks = bmap->blocks_count();
   report->mapped_blocks = bmap->mapped_blocks();
   report->ranges = bmap->ranges();
   if (temp.valid()) FP_RETURN_IF_ERROR(CopyOut(temp.get(), out));
   FP_RETURN_IF_ERROR(out.Commit());
-  if (progress) progress->Done(src.length, src.length);
   return Status::Ok();
 }
 
@@ -73,10 +74,10 @@ BmapReport RunBmapCreate(const BmapRequest& request, input::Progress* progress,
 
 std::string BmapReportJson(const BmapReport& r) {
   return fmt::format(
-      "{{\"ok\": {}, \"image\": {}, \"bmap\": {}, \"backend\": {}, \"image_size\": {}, \"blocks\": {}, "
+      "{{{}, \"ok\": {}, \"image\": {}, \"bmap\": {}, \"backend\": {}, \"image_size\": {}, \"blocks\": {}, "
       "\"mapped_blocks\": {}, \"ranges\": {}, \"data_bytes\": {}, \"zero_bytes\": {}, \"hole_bytes\": {}, "
       "\"seconds\": {:.3f}, \"error\": {}}}",
-      r.status.ok(), JsonString(r.image), JsonString(r.output), JsonString(r.backend), r.image_size, r.blocks,
+      JsonSchemaMembers("bmap-create", 1), r.status.ok(), JsonString(r.image), JsonString(r.output), JsonString(r.backend), r.image_size, r.blocks,
       r.mapped_blocks, r.ranges, r.scan.data_bytes, r.scan.zero_bytes, r.scan.hole_bytes, r.seconds,
       r.status.ok() ? "null" : JsonString(r.status.ToString()));
 }

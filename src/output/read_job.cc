@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "base/json.h"
+#include "input/write_report.h"
 #include "io/image_reader.h"
 #include "output/bmap_writer.h"
 #include "output/output_file.h"
@@ -38,9 +39,11 @@ class ReadJob {
     FP_RETURN_IF_ERROR(CheckReadRequest(req_));
     FP_RETURN_IF_ERROR(Open());
     bool plan = format_ == Format::kSparse && !Seekable();
-    report_.passes = (plan ? 2 : 1) + (req_.verify ? 1 : 0);
+    reading_passes_ = plan ? 2 : 1;
+    report_.passes = reading_passes_ + (req_.verify ? 1 : 0);
     FP_ASSIGN_OR_RETURN(queue_, src_.target->MakeQueue(req_.queue.backend, req_.queue.queue_depth));
     report_.backend = std::string(queue_->name());
+    Begin(input::Phase::kReading, uint64_t{reading_passes_} * src_.length);
     if (plan) FP_RETURN_IF_ERROR(Pass(SparseOutput::Mode::kPlan));
     FP_RETURN_IF_ERROR(Pass(plan ? SparseOutput::Mode::kFromPlan : SparseOutput::Mode::kPatch));
     if (req_.max_size > 0) {
@@ -59,6 +62,12 @@ class ReadJob {
   Status Verify(const std::vector<int>& fds, const std::vector<std::string>& names);
   Status Commit();
   uint64_t OutputSize(const Pipeline& p) const;
+  void Begin(input::Phase phase, uint64_t total) {
+    if (progress_) progress_->Begin(phase, total);
+  }
+  void Update(uint64_t done, uint64_t total) {
+    if (progress_) progress_->Update(done, total);
+  }
   bool Seekable() const { return staging_.valid() || image_->regular(); }
   int OutputFd() const { return staging_.valid() ? staging_.get() : image_->fd(); }
   const std::string& OutputName() const { return image_ ? image_->name() : req_.output; }
@@ -73,7 +82,7 @@ class ReadJob {
   UniqueFd staging_;               // --max-size: the whole sparse image, before it is cut
   std::unique_ptr<io::IoQueue> queue_;
   SparsePlan plan_;
-  unsigned pass_ = 0;
+  unsigned pass_ = 0, reading_passes_ = 1;
 };
 
 Status ReadJob::Open() {
@@ -150,11 +159,9 @@ Status ReadJob::Pass(SparseOutput::Mode mode) {
   FP_ASSIGN_OR_RETURN(Pipeline p, Build(mode));
   FP_ASSIGN_OR_RETURN(auto reader, io::ImageReader::Create(*src_.target, queue_.get(), 0, src_.length,
                                                            {.request_size = req_.queue.request_size}));
-  const uint64_t before = uint64_t{pass_++} * src_.length, total = uint64_t{report_.passes} * src_.length;
-  auto progress = [&](uint64_t done) {
-    if (progress_) progress_->Update(before + done, total);
-  };
-  FP_ASSIGN_OR_RETURN(report_.scan, Pump(*reader, 0, src_.length, *p.tee, progress));
+  const uint64_t before = uint64_t{pass_++} * src_.length, total = uint64_t{reading_passes_} * src_.length;
+  auto progress = [&](uint64_t done) { Update(before + done, total); };
+  FP_ASSIGN_OR_RETURN(report_.scan, Pump(*reader, 0, src_.length, *p.tee, progress, req_.cancel));
   report_.output_bytes = OutputSize(p);
   if (p.bmap) report_.mapped_blocks = p.bmap->mapped_blocks();
   return Status::Ok();
@@ -184,25 +191,33 @@ Status ReadJob::Cut() {
       if (end > 0) report_.output_bytes += static_cast<uint64_t>(end);
     }
     report_.parts = names;
-    return req_.verify ? Verify(fds, names) : Status::Ok();
+    FP_RETURN_IF_ERROR(req_.verify ? Verify(fds, names) : Status::Ok());
+    Begin(input::Phase::kSyncing, 0);
+    return CheckCancel(req_.cancel);  // the parts go into place after this, or not at all
   };
+  Begin(input::Phase::kWriting, 0);
   return sparse::ResparseToFiles(in, req_.output, req_.max_size, check).status();
 }
 
 Status ReadJob::Verify(const std::vector<int>& fds, const std::vector<std::string>& names) {
   FP_ASSIGN_OR_RETURN(auto reader, io::ImageReader::Create(*src_.target, queue_.get(), 0, src_.length,
                                                            {.request_size = req_.queue.request_size}));
-  VerifyTarget t{.format = format_, .fds = fds, .names = names, .length = src_.length, .queue = req_.queue};
+  VerifyTarget t{.format = format_, .fds = fds, .names = names, .length = src_.length, .queue = req_.queue,
+                 .cancel = req_.cancel};
+  t.progress = [&](uint64_t done) { Update(done, src_.length); };
+  Begin(input::Phase::kVerifying, src_.length);
   Status s = VerifyOutput(*reader, src_.path, t);
   report_.verify = s.ok() ? "passed" : s.code() == Code::kCorrupt ? "failed" : "not run";
-  if (progress_) progress_->Update(uint64_t{report_.passes} * src_.length, uint64_t{report_.passes} * src_.length);
+  if (s.ok()) Update(src_.length, src_.length);
   return s;
 }
 
 Status ReadJob::Commit() {
+  FP_RETURN_IF_ERROR(CheckCancel(req_.cancel));  // an interrupt before the renames: none of them
+  if (req_.max_size == 0) Begin(input::Phase::kSyncing, 0);
   if (image_) FP_RETURN_IF_ERROR(image_->Commit());
   if (bmap_) FP_RETURN_IF_ERROR(bmap_->Commit());
-  if (progress_) progress_->Done(src_.length, src_.length);
+  if (progress_) progress_->End();
   return Status::Ok();
 }
 
@@ -230,8 +245,24 @@ ReadReport RunRead(const ReadRequest& request, input::Progress* progress,
   r.format = std::string(FormatName(FormatOf(request)));
   ReadJob job(request, progress, warn, &r);
   r.status = job.Run();
+  if (!r.status.ok() && request.cancel != nullptr && request.cancel->cancelled()) {
+    r.signal = request.cancel->signal();
+    r.status = request.cancel->Check();  // what failed after the signal is its consequence
+  }
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (progress != nullptr) {
+    progress->Stop();
+    r.phases = {progress->seconds(input::Phase::kReading), progress->seconds(input::Phase::kWriting),
+                progress->seconds(input::Phase::kVerifying), progress->seconds(input::Phase::kSyncing)};
+  }
   return r;
+}
+
+std::string_view ReadReport::error_class() const {
+  if (status.ok()) return "";
+  if (interrupted()) return "interrupted";
+  if (verify == "failed") return "verify_mismatch";
+  return input::ErrorClass(status.code());
 }
 
 std::string ReadReportJson(const ReadReport& r) {
@@ -239,15 +270,22 @@ std::string ReadReportJson(const ReadReport& r) {
   for (const auto& p : r.parts) parts += (parts.empty() ? "" : ", ") + JsonString(p);
   for (const auto& w : r.warnings) warnings += (warnings.empty() ? "" : ", ") + JsonString(w);
   double mib_s = r.seconds > 0 ? static_cast<double>(r.length) / r.seconds / (1 << 20) : 0;
+  auto secs = [](const std::optional<double>& v) { return v ? fmt::format("{:.3f}", *v) : std::string("null"); };
+  std::string_view error_class = r.error_class();
   return fmt::format(
-      "{{\"ok\": {}, \"source\": {}, \"offset\": {}, \"length\": {}, \"output\": {}, \"format\": {}, "
+      "{{{}, \"ok\": {}, \"interrupted\": {}, \"signal\": {}, "
+      "\"source\": {}, \"offset\": {}, \"length\": {}, \"output\": {}, \"format\": {}, "
       "\"parts\": [{}], \"bmap\": {}, \"backend\": {}, \"data_bytes\": {}, \"zero_bytes\": {}, \"hole_bytes\": {}, "
       "\"output_bytes\": {}, \"mapped_blocks\": {}, \"compress_threads\": {}, \"passes\": {}, \"seconds\": {:.3f}, "
-      "\"mib_per_s\": {:.1f}, \"verify\": {}, \"warnings\": [{}], \"error\": {}}}",
-      r.status.ok(), JsonString(r.source), r.start, r.length, JsonString(r.output), JsonString(r.format), parts,
+      "\"phases\": {{\"read\": {}, \"write\": {}, \"verify\": {}, \"sync\": {}}}, "
+      "\"mib_per_s\": {:.1f}, \"verify\": {}, \"warnings\": [{}], \"error\": {}, \"error_class\": {}}}",
+      JsonSchemaMembers("read", 1), r.status.ok(), r.interrupted(), r.signal ? JsonString(SignalName(r.signal)) : "null", JsonString(r.source),
+      r.start, r.length, JsonString(r.output), JsonString(r.format), parts,
       r.bmap.empty() ? "null" : JsonString(r.bmap), JsonString(r.backend), r.scan.data_bytes, r.scan.zero_bytes,
-      r.scan.hole_bytes, r.output_bytes, r.mapped_blocks, r.compress_threads, r.passes, r.seconds, mib_s,
-      JsonString(r.verify), warnings, r.status.ok() ? "null" : JsonString(r.status.ToString()));
+      r.scan.hole_bytes, r.output_bytes, r.mapped_blocks, r.compress_threads, r.passes, r.seconds,
+      secs(r.phases.read), secs(r.phases.write), secs(r.phases.verify), secs(r.phases.sync), mib_s,
+      JsonString(r.verify), warnings, r.status.ok() ? "null" : JsonString(r.status.ToString()),
+      error_class.empty() ? "null" : JsonString(error_class));
 }
 
 }  // namespace flashpipe::output

@@ -5,7 +5,11 @@
 // (a bad sector, ENOSPC, a verify mismatch) leaves no output behind.
 //
 // Passes over the source: one; two for a sparse image to a stream (the
-// chunk count comes first); one more with verify.
+// chunk count comes first); one more with verify. Phases (input/progress.h):
+// reading (the passes), verifying, syncing (the outputs' fsync and rename);
+// with --max-size, writing the parts, verifying them, putting them in place.
+// A CancelFlag stops the run before the next piece of the source: the
+// temporary outputs are removed, nothing is renamed into place.
 #pragma once
 
 #include <cstdint>
@@ -14,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "base/cancel.h"
 #include "base/status.h"
 #include "input/progress.h"
 #include "output/compressor.h"
@@ -36,6 +41,7 @@ struct ReadRequest {
   bool zeros_unmapped = false;    // bmap: allocated zero blocks are unmapped too
   bool verify = false;
   QueueOptions queue;
+  const CancelFlag* cancel = nullptr;  // set (by a signal handler): stop cleanly
 };
 
 struct ReadReport {
@@ -49,9 +55,18 @@ struct ReadReport {
   unsigned compress_threads = 0;
   unsigned passes = 0;
   double seconds = 0;
+  struct {
+    std::optional<double> read, write, verify, sync;  // nullopt: the phase did not run
+  } phases;
   std::string verify = "not run";   // "passed", "failed", "not run"
   std::vector<std::string> warnings;
+  int signal = 0;                   // the signal that interrupted the run, 0: none
   Status status;
+
+  bool interrupted() const { return signal != 0 && status.code() == Code::kCancelled; }
+  // "interrupted", "verify_mismatch", or the class of the status code
+  // (input::ErrorClass); "" when OK.
+  std::string_view error_class() const;
 };
 
 // The flag combinations that make no sense (usage errors), checked first.
@@ -62,6 +77,7 @@ Status CheckReadRequest(const ReadRequest& request);
 ReadReport RunRead(const ReadRequest& request, input::Progress* progress,
                    const std::function<void(const std::string&)>& warn);
 
+// The report as JSON, schema docs/schema/read-report.schema.json ("flashpipe-read/1").
 std::string ReadReportJson(const ReadReport& report);
 
 }  // namespace flashpipe::output

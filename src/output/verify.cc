@@ -19,12 +19,14 @@ namespace {
 // The source, consumed front to back in any slicing.
 class SourceCursor {
  public:
-  explicit SourceCursor(io::ImageReader& r) : r_(r) {}
+  SourceCursor(io::ImageReader& r, const VerifyTarget& t) : r_(r), t_(t) {}
   // Calls fn(bytes, n) over the next n bytes; bytes is empty for a hole.
   template <typename Fn>
   Status Take(uint64_t n, Fn&& fn) {
     while (n > 0) {
       if (pos_ == piece_.length) {
+        if (t_.progress && piece_.length > 0) t_.progress(piece_.offset + piece_.length);
+        FP_RETURN_IF_ERROR(CheckCancel(t_.cancel));
         FP_ASSIGN_OR_RETURN(piece_, r_.Next());
         pos_ = 0;
         if (piece_.length == 0) return Internal("verify: the source ended early");
@@ -42,6 +44,7 @@ class SourceCursor {
   io::ReadPiece piece_;
   uint64_t pos_ = 0;
   io::ImageReader& r_;
+  const VerifyTarget& t_;
 };
 
 uint64_t FirstDifference(std::span<const uint8_t> a, std::span<const uint8_t> b) {
@@ -197,7 +200,7 @@ Status VerifyCompressed(Comparer& c, const VerifyTarget& t) {
 
 Status VerifyOutput(io::ImageReader& source, const std::string& source_name, const VerifyTarget& t) {
   if (t.fds.empty() || t.fds.size() != t.names.size()) return Internal("verify: no output to read back");
-  SourceCursor cursor(source);
+  SourceCursor cursor(source, t);
   Comparer c(cursor, source_name, t);
   c.SetOutputName(t.names.front());
   switch (t.format) {

@@ -14,9 +14,11 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
+#include "base/cancel.h"
 #include "base/status.h"
 #include "io/image_reader.h"
 #include "output/format.h"
@@ -30,6 +32,8 @@ struct VerifyTarget {
   std::vector<std::string> names;
   uint64_t length = 0;               // the range read
   QueueOptions queue;                // for reading a raw output back
+  const CancelFlag* cancel = nullptr;  // checked before each piece of the source
+  std::function<void(uint64_t done)> progress;  // bytes of the source compared so far
 };
 
 // `source` reads the same range again, from its start (offset 0).

@@ -119,9 +119,10 @@ Status ZeroScan::Finish() {
 }
 
 Result<ScanStats> Pump(io::ImageReader& reader, uint64_t base, uint64_t length, RunSink& sink,
-                       const std::function<void(uint64_t)>& progress) {
+                       const std::function<void(uint64_t)>& progress, const CancelFlag* cancel) {
   ZeroScan scan(&sink, length);
   for (;;) {
+    FP_RETURN_IF_ERROR(CheckCancel(cancel));
     FP_ASSIGN_OR_RETURN(io::ReadPiece piece, reader.Next());
     if (piece.length == 0) break;
     FP_RETURN_IF_ERROR(scan.Piece(piece, base));

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <functional>
 
+#include "base/cancel.h"
 #include "io/image_reader.h"
 #include "output/run_sink.h"
 
@@ -61,8 +62,9 @@ class ZeroScan {
 
 // Reads everything `reader` has (its pieces start at `base`) through a
 // ZeroScan into `sink`, then finishes the sink. `progress` (optional) gets
-// the bytes done after each piece.
+// the bytes done after each piece; `cancel` (optional) stops it before the
+// next piece with kCancelled.
 Result<ScanStats> Pump(io::ImageReader& reader, uint64_t base, uint64_t length, RunSink& sink,
-                       const std::function<void(uint64_t)>& progress);
+                       const std::function<void(uint64_t)>& progress, const CancelFlag* cancel = nullptr);
 
 }  // namespace flashpipe::output

@@ -65,7 +65,8 @@ grep -E '^-- (Installing|Up-to-date): ' install.log | sed -E 's/^-- [A-Za-z-]+: 
 if grep -v "^$root/" installed.txt; then fail "installed outside $root"; fi
 for f in bin/flashpipe share/man/man1/flashpipe.1 share/bash-completion/completions/flashpipe \
          share/zsh/site-functions/_flashpipe lib/systemd/system/flashpipe-serve.service \
-         etc/default/flashpipe-serve share/doc/flashpipe/README.md; do
+         etc/default/flashpipe-serve share/doc/flashpipe/README.md \
+         share/doc/flashpipe/schema/write-report.schema.json; do
   [ -f "$root/$f" ] || fail "missing $f"
 done
 for l in img2simg simg2img append2simg; do
