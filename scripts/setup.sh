@@ -10,7 +10,7 @@ PACKAGES=(
   build-essential cmake ninja-build pkg-config clang libclang-rt-14-dev
   liburing-dev libcli11-dev libfmt-dev libgtest-dev libgmock-dev
   libisal-dev zlib1g-dev libarchive-dev libzstd-dev liblzma-dev libbz2-dev liblz4-dev
-  libpugixml-dev libssl-dev libblkid-dev libfdisk-dev
+  libpugixml-dev libssl-dev libblkid-dev libfdisk-dev libusb-1.0-0-dev
   fastboot android-sdk-libsparse-utils bmap-tools fio
   e2fsprogs gdisk fdisk util-linux xxd python3 python3-fuse python3-jsonschema time
   gzip xz-utils zstd bzip2 lz4

@@ -24,6 +24,8 @@ constexpr Command kCommands[] = {
     {"read", flashpipe::tools::RunRead, "read a device, file or GPT partition into an image (raw, sparse, compressed) + bmap"},
     {"bmap", flashpipe::tools::RunBmap, "bmap create: a bmaptool block map of an image, as bmaptool create"},
     {"serve", flashpipe::tools::RunServe, "fastboot device daemon over TCP/UDP on a disk or partitions"},
+    {"flash", flashpipe::tools::RunFlash, "flash images to many fastboot devices at once (USB, TCP, UDP)"},
+    {"fastboot", flashpipe::tools::RunFastboot, "fastboot client with the AOSP client's verbs and output"},
     {"bench", flashpipe::tools::RunBench, "mmc_test-style transfer tests and the bounce-buffer study"},
     {"img2simg", flashpipe::tools::RunImg2simg, "convert a raw image to a sparse image (AOSP compatible)"},
     {"simg2img", flashpipe::tools::RunSimg2img, "expand sparse images (overlaid in order) to a raw image"},

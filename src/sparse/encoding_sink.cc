@@ -1,20 +1,20 @@
 #include "sparse/encoding_sink.h"
 
 #include <algorithm>
-#include <cstring>
 #include <utility>
-
-#include "base/endian.h"
-#include "sparse/encoder.h"
 
 namespace flashpipe::sparse {
 
 // Runs of blocks of one kind, each closed into one chunk (RAW headers
 // written ahead with 0 blocks and patched when the run ends).
-class EncodingSink::Runs {
+class EncodingSink::Runs : public BlockSink {
  public:
   Runs(ChunkWriter* w, uint32_t blk)
-      : w_(w), raw_cap_(std::max<uint32_t>(1, static_cast<uint32_t>((uint64_t{64} << 20) / blk))) {}
+      : w_(w), blk_(blk), raw_cap_(std::max<uint32_t>(1, static_cast<uint32_t>((uint64_t{64} << 20) / blk))) {}
+
+  Status OnDataBlocks(std::span<const uint8_t> blocks) override { return Raw(blocks, blk_); }
+  Status OnUniformBlocks(uint64_t blocks, uint32_t pattern) override { return Extend(kChunkFill, blocks, pattern); }
+  Status OnUndefinedBlocks(uint64_t blocks) override { return Extend(kChunkDontCare, blocks, 0); }
 
   Status Raw(std::span<const uint8_t> data, uint32_t blk) {
     while (!data.empty()) {
@@ -59,6 +59,7 @@ class EncodingSink::Runs {
 
  private:
   ChunkWriter* w_;
+  uint32_t blk_;
   uint32_t raw_cap_;
   uint16_t kind_ = 0;  // 0: no open run
   uint32_t blocks_ = 0;
@@ -67,8 +68,11 @@ class EncodingSink::Runs {
 };
 
 EncodingSink::EncodingSink(Output* out, uint32_t blk_sz, uint64_t image_size)
-    : blk_(blk_sz), size_(image_size), partial_(blk_sz), writer_(std::make_unique<ChunkWriter>(out, blk_sz)),
-      runs_(std::make_unique<Runs>(writer_.get(), blk_sz)) {}
+    : blk_(blk_sz),
+      size_(image_size),
+      writer_(std::make_unique<ChunkWriter>(out, blk_sz)),
+      runs_(std::make_unique<Runs>(writer_.get(), blk_sz)),
+      blocks_(runs_.get(), blk_sz, image_size) {}
 
 EncodingSink::~EncodingSink() = default;
 
@@ -88,126 +92,8 @@ Result<std::unique_ptr<EncodingSink>> EncodingSink::Create(Output* out, uint32_t
 
 uint32_t EncodingSink::chunks() const { return writer_->chunks(); }
 
-Status EncodingSink::Check(uint64_t offset, uint64_t length) const {
-  if (offset < pos_) {
-    return InvalidArgument(fmt::format("an event at byte 0x{:x} comes after byte 0x{:x}: events must come in "
-                                       "increasing order", offset, pos_));
-  }
-  if (offset > size_ || length > size_ - offset) {
-    return InvalidArgument(fmt::format("{} bytes at byte 0x{:x} run past the image's {} bytes", length, offset,
-                                       size_));
-  }
-  return Status::Ok();
-}
-
-Status EncodingSink::Advance(uint64_t offset, uint64_t length) {
-  FP_RETURN_IF_ERROR(Check(offset, length));
-  return offset > pos_ ? Skip(offset - pos_) : Status::Ok();
-}
-
-template <typename F>
-Status EncodingSink::Partial(uint64_t n, bool data, F fill) {
-  fill(partial_.data() + partial_len_, static_cast<size_t>(n));
-  partial_len_ += static_cast<size_t>(n);
-  pos_ += n;
-  partial_data_ = partial_data_ || data;
-  return partial_len_ == blk_ ? FlushPartial() : Status::Ok();
-}
-
-Status EncodingSink::FlushPartial() {
-  const bool data = std::exchange(partial_data_, false);
-  partial_len_ = 0;
-  if (!data) return runs_->Extend(kChunkDontCare, 1, 0);
-  uint32_t pattern;
-  if (IsUniformBlock(partial_, &pattern)) return runs_->Extend(kChunkFill, 1, pattern);
-  return runs_->Raw(partial_, blk_);
-}
-
-Status EncodingSink::RawBlocks(std::span<const uint8_t> buf) {
-  size_t raw_start = 0, i = 0;
-  while (i < buf.size()) {
-    uint32_t pattern, next;
-    if (!IsUniformBlock(buf.subspan(i, blk_), &pattern)) {
-      i += blk_;
-      continue;
-    }
-    if (raw_start < i) FP_RETURN_IF_ERROR(runs_->Raw(buf.subspan(raw_start, i - raw_start), blk_));
-    uint64_t n = 1;
-    for (i += blk_; i < buf.size() && IsUniformBlock(buf.subspan(i, blk_), &next) && next == pattern; i += blk_) ++n;
-    FP_RETURN_IF_ERROR(runs_->Extend(kChunkFill, n, pattern));
-    raw_start = i;
-  }
-  if (raw_start < buf.size()) FP_RETURN_IF_ERROR(runs_->Raw(buf.subspan(raw_start), blk_));
-  return Status::Ok();
-}
-
-Status EncodingSink::OnRaw(uint64_t offset, std::span<const uint8_t> data) {
-  FP_RETURN_IF_ERROR(Advance(offset, data.size()));
-  auto copy = [&](uint64_t n) {
-    return Partial(n, true, [&](uint8_t* dst, size_t k) { std::memcpy(dst, data.data(), k); });
-  };
-  if (partial_len_ > 0) {
-    const uint64_t n = std::min<uint64_t>(data.size(), blk_ - partial_len_);
-    FP_RETURN_IF_ERROR(copy(n));
-    data = data.subspan(n);
-  }
-  const size_t whole = data.size() / blk_ * blk_;
-  FP_RETURN_IF_ERROR(RawBlocks(data.first(whole)));
-  pos_ += whole;
-  data = data.subspan(whole);
-  return data.empty() ? Status::Ok() : copy(data.size());
-}
-
-Status EncodingSink::OnFill(uint64_t offset, uint64_t length, uint32_t pattern) {
-  FP_RETURN_IF_ERROR(Advance(offset, length));
-  uint8_t p[4];
-  StoreLE<uint32_t>(p, pattern);
-  // Byte x of the image is p[(x - offset) % 4], whatever the alignment.
-  auto put = [&](uint64_t n) {
-    const uint64_t at = pos_;
-    return Partial(n, true, [&](uint8_t* dst, size_t k) {
-      for (size_t i = 0; i < k; ++i) dst[i] = p[(at + i - offset) % 4];
-    });
-  };
-  uint64_t left = length;
-  if (partial_len_ > 0) {
-    const uint64_t n = std::min<uint64_t>(left, blk_ - partial_len_);
-    FP_RETURN_IF_ERROR(put(n));
-    left -= n;
-  }
-  const uint64_t blocks = left / blk_;
-  if (blocks > 0) {
-    uint8_t r[4];
-    for (uint64_t k = 0; k < 4; ++k) r[k] = p[(pos_ + k - offset) % 4];
-    FP_RETURN_IF_ERROR(runs_->Extend(kChunkFill, blocks, LoadLE<uint32_t>(r)));
-    pos_ += blocks * blk_;
-    left -= blocks * blk_;
-  }
-  return left > 0 ? put(left) : Status::Ok();
-}
-
-Status EncodingSink::OnSkip(uint64_t offset, uint64_t length) {
-  FP_RETURN_IF_ERROR(Check(offset, length));
-  return Skip(offset + length - pos_);  // the gap before it too
-}
-
-Status EncodingSink::Skip(uint64_t length) {
-  auto zeros = [&](uint64_t n) { return Partial(n, false, [](uint8_t* dst, size_t k) { std::memset(dst, 0, k); }); };
-  uint64_t left = length;
-  if (partial_len_ > 0) {
-    const uint64_t n = std::min<uint64_t>(left, blk_ - partial_len_);
-    FP_RETURN_IF_ERROR(zeros(n));
-    left -= n;
-  }
-  const uint64_t blocks = left / blk_;
-  FP_RETURN_IF_ERROR(runs_->Extend(kChunkDontCare, blocks, 0));
-  pos_ += blocks * blk_;
-  left -= blocks * blk_;
-  return left > 0 ? zeros(left) : Status::Ok();
-}
-
 Status EncodingSink::Finish() {
-  FP_RETURN_IF_ERROR(Skip(size_ - pos_));
+  FP_RETURN_IF_ERROR(blocks_.SkipTo(size_));
   FP_RETURN_IF_ERROR(runs_->Close());
   FP_RETURN_IF_ERROR(writer_->PatchFileHeader(static_cast<uint32_t>(size_ / blk_), writer_->chunks()));
   return writer_->Flush();

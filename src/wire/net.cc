@@ -216,6 +216,38 @@ Status SendAll(int fd, std::span<const uint8_t> data) {
   return Status::Ok();
 }
 
+Status SendGather(int fd, std::span<const std::span<const uint8_t>> pieces) {
+  constexpr size_t kMaxIov = 64;
+  iovec iov[kMaxIov];
+  size_t first = 0, skip = 0;  // the first piece not fully sent, bytes of it sent
+  while (first < pieces.size()) {
+    size_t n = 0;
+    for (size_t i = first; i < pieces.size() && n < kMaxIov; ++i) {
+      size_t off = i == first ? skip : 0;
+      if (pieces[i].size() == off) continue;
+      iov[n++] = {const_cast<uint8_t*>(pieces[i].data()) + off, pieces[i].size() - off};
+    }
+    if (n == 0) break;
+    msghdr msg{};
+    msg.msg_iov = iov;
+    msg.msg_iovlen = n;
+    ssize_t sent = RetryOnEintr([&] { return ::sendmsg(fd, &msg, MSG_NOSIGNAL); });
+    if (sent < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return TimedOut("send: the peer took no data");
+    if (sent < 0) return ErrnoError("send");
+    for (size_t left = static_cast<size_t>(sent); first < pieces.size();) {
+      size_t rest = pieces[first].size() - skip;
+      if (left < rest) {
+        skip += left;
+        break;
+      }
+      left -= rest;
+      ++first;
+      skip = 0;
+    }
+  }
+  return Status::Ok();
+}
+
 bool PeerClosed(int fd) {
   pollfd p{fd, POLLRDHUP, 0};
   int r = RetryOnEintr([&] { return ::poll(&p, 1, 0); });

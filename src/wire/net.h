@@ -54,6 +54,10 @@ Status RecvExact(int fd, std::span<uint8_t> out, std::chrono::milliseconds idle,
                  Deadline deadline = kNoDeadline);
 // send(2) with MSG_NOSIGNAL until every byte is sent.
 Status SendAll(int fd, std::span<const uint8_t> data);
+// The pieces in order, in as few sendmsg(2) calls as the kernel takes
+// them. A socket with SO_SNDTIMEO that takes nothing that long gives
+// kTimedOut.
+Status SendGather(int fd, std::span<const std::span<const uint8_t>> pieces);
 // Whether the peer of a connected stream socket has closed or reset it
 // (without waiting).
 bool PeerClosed(int fd);

@@ -4,6 +4,9 @@
 #include <gtest/gtest.h>
 #include <sys/socket.h>
 
+#include <thread>
+#include <vector>
+
 namespace flashpipe::wire {
 namespace {
 
@@ -63,6 +66,26 @@ TEST(NetTest, ConnectToAClosedPortFailsAndNamesIt) {
   EXPECT_NE(fd.status().message().find(fmt::format("127.0.0.1:{}", port)), std::string::npos);
   EXPECT_EQ(ConnectSocket({"no-such-host.invalid", 1}, SOCK_STREAM, milliseconds(500)).status().code(),
             Code::kNotFound);
+}
+
+TEST(NetTest, SendGatherSendsEveryPieceInOrderAndTimesOut) {
+  int sv[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+  UniqueFd a(sv[0]), b(sv[1]);
+  std::vector<uint8_t> big(3 << 20, 7);
+  const uint8_t head[] = {1, 2, 3};
+  std::vector<std::span<const uint8_t>> pieces{head, {}, big, head};
+  std::vector<uint8_t> got(big.size() + 6);
+  std::thread reader([&] { ASSERT_TRUE(RecvExact(b.get(), got, milliseconds(5000), false).ok()); });
+  ASSERT_TRUE(SendGather(a.get(), pieces).ok());
+  reader.join();
+  EXPECT_EQ(got[0], 1);
+  EXPECT_EQ(got[3], 7);
+  EXPECT_EQ(got[got.size() - 1], 3);
+  timeval t{0, 100000};
+  ::setsockopt(a.get(), SOL_SOCKET, SO_SNDTIMEO, &t, sizeof t);
+  std::vector<std::span<const uint8_t>> more{big, big, big};
+  EXPECT_EQ(SendGather(a.get(), more).code(), Code::kTimedOut);  // nobody reads
 }
 
 }  // namespace

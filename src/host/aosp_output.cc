@@ -1,0 +1,50 @@
+#include "host/aosp_output.h"
+
+#include <fmt/format.h>
+
+namespace flashpipe::host {
+
+void AospOutput::Begin(std::string_view what) {
+  std::fprintf(err_, "%-50s ", std::string(what).c_str());
+  std::fflush(err_);
+  start_ = std::chrono::steady_clock::now();
+  open_ = true;
+}
+
+void AospOutput::End(const Status& st) {
+  if (!open_) return;
+  open_ = false;
+  if (st.ok()) {
+    double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    std::fprintf(err_, "OKAY [%7.3fs]\n", s);
+  } else {
+    std::fprintf(err_, "FAILED (%s)\n", Reason(st).c_str());
+    failed_ = true;
+  }
+  std::fflush(err_);
+}
+
+void AospOutput::Info(std::string_view line) {
+  std::fprintf(err_, "(bootloader) %s\n", std::string(line).c_str());
+  std::fflush(err_);
+}
+
+void AospOutput::Line(std::string_view text) {
+  std::fprintf(err_, "%s\n", std::string(text).c_str());
+  std::fflush(err_);
+}
+
+void AospOutput::OnSending(std::string_view partition, size_t index, size_t count, uint64_t bytes) {
+  if (count == 1) {
+    Begin(fmt::format("Sending '{}' ({} KB)", partition, bytes / 1024));
+  } else {
+    Begin(fmt::format("Sending sparse '{}' {}/{} ({} KB)", partition, index, count == 0 ? "?" : std::to_string(count),
+                      bytes / 1024));
+  }
+}
+
+void AospOutput::OnWriting(std::string_view partition) { Begin(fmt::format("Writing '{}'", partition)); }
+
+std::string AospOutput::Reason(const Status& st) { return st.ToString(); }
+
+}  // namespace flashpipe::host

@@ -1,0 +1,149 @@
+#include "host/device_session.h"
+
+#include <charconv>
+
+namespace flashpipe::host {
+namespace {
+
+// A device that does not say: no limit but the protocol's 32-bit size.
+constexpr uint64_t kNoLimit = 0xfffff000;
+
+}  // namespace
+
+DeviceSession::DeviceSession(std::unique_ptr<Transport> transport, FastbootClient::InfoFn info)
+    : client_(std::move(transport), std::move(info)) {}
+
+Result<uint64_t> DeviceSession::MaxDownloadSize() {
+  if (max_download_) return *max_download_;
+  auto v = client_.GetVar("max-download-size");
+  if (!v.ok() && !client_.refused()) return v.status();
+  max_download_ = v.ok() ? ParseMaxDownloadSize(*v) : 0;
+  return *max_download_;
+}
+
+Result<std::string> DeviceSession::CurrentSlot() {
+  if (current_slot_) return *current_slot_;
+  auto v = client_.GetVar("current-slot");
+  if (!v.ok()) return v.status().WithContext("getvar current-slot");
+  current_slot_ = *v;
+  return *v;
+}
+
+int DeviceSession::SlotCount() {
+  if (slot_count_) return *slot_count_;
+  auto v = client_.GetVar("slot-count");
+  int n = 0;
+  if (v.ok()) {
+    auto [end, ec] = std::from_chars(v->data(), v->data() + v->size(), n);
+    if (ec != std::errc() || end != v->data() + v->size() || n < 0) n = 0;
+  }
+  slot_count_ = n;
+  return n;
+}
+
+void DeviceSession::Forget() {
+  max_download_.reset();
+  current_slot_.reset();
+  slot_count_.reset();
+}
+
+Result<std::vector<std::string>> DeviceSession::Partitions(const std::string& part, const std::string& slot,
+                                                           bool* has_slot) {
+  auto has = client_.GetVar("has-slot:" + part);
+  if (!has.ok() && !client_.refused()) return has.status();
+  bool slotted = has.ok() && *has == "yes";
+  if (has_slot != nullptr) *has_slot = slotted;
+  if (!slotted) return std::vector<std::string>{part};
+  if (slot == "all") {
+    std::vector<std::string> names;
+    for (int i = 0; i < SlotCount(); ++i) names.push_back(part + "_" + static_cast<char>('a' + i));
+    return names;
+  }
+  std::string s = slot;
+  if (s.empty() || s == "other") {
+    FP_ASSIGN_OR_RETURN(s, CurrentSlot());
+    if (s.empty()) return NotFound("Failed to identify current slot");
+    if (slot == "other") {
+      int count = SlotCount();
+      if (count == 0) return NotFound("No known slots");
+      s = std::string(1, static_cast<char>('a' + (s[0] - 'a' + 1) % count));
+    }
+  }
+  return std::vector<std::string>{part + "_" + s};
+}
+
+Result<bool> DeviceSession::IsLogical(const std::string& partition) {
+  auto v = client_.GetVar("is-logical:" + partition);
+  if (!v.ok() && !client_.refused()) return v.status();
+  return v.ok() && *v == "yes";
+}
+
+Status DeviceSession::Run(const std::string& command, std::string_view what, FlashObserver& observer) {
+  observer.OnStep(what);
+  Status st = client_.Command(command).status();
+  observer.OnStepDone(st);
+  return st;
+}
+
+Result<std::vector<Part>> DeviceSession::PlanAll(Cursor& cursor, const ImageShape& shape, const PartLimits& limits) {
+  std::vector<Part> parts;
+  Position from;
+  for (bool first = true;; first = false) {
+    FP_ASSIGN_OR_RETURN(auto part, PlanPart(cursor, shape, from, first, limits));
+    if (!part) return parts;
+    parts.push_back(*part);
+    from = part->end;
+  }
+}
+
+Status DeviceSession::FlashImage(const std::string& partition, Cursor& cursor, FlashObserver& observer,
+                                 FlashStats* stats) {
+  FP_ASSIGN_OR_RETURN(ImageShape shape, cursor.Shape());
+  FP_ASSIGN_OR_RETURN(uint64_t mds, MaxDownloadSize());
+  if (mds == 0) mds = kNoLimit;
+  FP_ASSIGN_OR_RETURN(bool logical, IsLogical(partition));
+  if (logical) {
+    if (shape.bytes == 0) {
+      return InvalidArgument(fmt::format("{} is logical and the image's size is not known before it is read "
+                                         "(a raw stream): give a file, or a compressed image that records its size",
+                                         partition));
+    }
+    FP_RETURN_IF_ERROR(Run(fmt::format("resize-logical-partition:{}:{}", partition, shape.bytes),
+                           fmt::format("Resizing '{}'", partition), observer));
+  }
+  PartLimits limits{.max_bytes = std::min(mds, cursor.max_part_bytes()), .max_chunks = cursor.max_part_chunks()};
+  std::vector<Part> planned;
+  if (cursor.planned()) {
+    FP_ASSIGN_OR_RETURN(planned, PlanAll(cursor, shape, limits));
+    stats->parts_planned = planned.size();
+  }
+  Position from;
+  for (size_t i = 0;; ++i) {
+    std::optional<Part> part;
+    if (cursor.planned()) {
+      if (i == planned.size()) break;
+      part = planned[i];
+    } else {
+      FP_ASSIGN_OR_RETURN(part, PlanPart(cursor, shape, from, i == 0, limits));
+      if (!part) break;
+    }
+    cursor.PartStart(part->begin);
+    observer.OnSending(partition, i + 1, planned.size(), part->bytes);
+    stats->started = true;
+    Status st = client_.Download(static_cast<uint32_t>(part->bytes), [&](DataOut& out) {
+      return WritePart(*part, shape, cursor, cursor, out);
+    });
+    observer.OnSent(st);
+    FP_RETURN_IF_ERROR(st);
+    stats->bytes += part->bytes;
+    observer.OnWriting(partition);
+    st = client_.Command("flash:" + partition).status();
+    observer.OnWritten(st);
+    FP_RETURN_IF_ERROR(st);
+    ++stats->parts;
+    from = part->end;
+  }
+  return Status::Ok();
+}
+
+}  // namespace flashpipe::host

@@ -1,0 +1,83 @@
+// DeviceSession: one device as the AOSP client 29.0.6 drives it, over a
+// FastbootClient: the variables it asks for and caches (max-download-size,
+// current-slot, slot-count), how a partition name becomes the names to act
+// on (has-slot: PART_<slot>; --slot a|b|other|all), a logical partition
+// resized to the image's size before it is flashed (is-logical, then
+// resize-logical-partition), and an image sent part by part, each part
+// planned for this device's max-download-size (part_plan.h) and followed
+// by flash:PART. What it does is told to a FlashObserver (the AOSP-style
+// lines of `flashpipe fastboot`, the progress of `flashpipe flash`).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+#include "host/fastboot_client.h"
+#include "host/feed.h"
+
+namespace flashpipe::host {
+
+class FlashObserver {
+ public:
+  virtual ~FlashObserver() = default;
+  // Part `index` (1-based) of `count` (0: not known yet) of `bytes`.
+  virtual void OnSending(std::string_view /*partition*/, size_t /*index*/, size_t /*count*/, uint64_t /*bytes*/) {}
+  virtual void OnSent(const Status& /*st*/) {}
+  virtual void OnWriting(std::string_view /*partition*/) {}
+  virtual void OnWritten(const Status& /*st*/) {}
+  // A command that prints a status line in the AOSP client ("Resizing 'x'").
+  virtual void OnStep(std::string_view /*what*/) {}
+  virtual void OnStepDone(const Status& /*st*/) {}
+};
+
+struct FlashStats {
+  size_t parts = 0;          // parts flashed (OKAY)
+  size_t parts_planned = 0;  // when known
+  uint64_t bytes = 0;        // download bytes sent
+  bool started = false;      // a download reached the device: the partition may have changed
+};
+
+class DeviceSession {
+ public:
+  DeviceSession(std::unique_ptr<Transport> transport, FastbootClient::InfoFn info = {});
+
+  FastbootClient& client() { return client_; }
+  std::string name() const { return client_.name(); }
+
+  // max-download-size, asked once; 0 when the device does not say.
+  Result<uint64_t> MaxDownloadSize();
+  Result<std::string> CurrentSlot();
+  // slot-count; 0 when the device has no slots (or does not say).
+  int SlotCount();
+  // The names `part` stands for: with has-slot:PART yes, PART_<slot> (the
+  // current slot when `slot` is empty, both for "all", the other one for
+  // "other"), else PART (with a warning line when a slot was forced).
+  // `slotted` (optional) tells whether has-slot said yes.
+  Result<std::vector<std::string>> Partitions(const std::string& part, const std::string& slot,
+                                              bool* slotted = nullptr);
+  // -S SIZE: parts no larger than this, and max-download-size not asked.
+  void set_max_download_override(uint64_t bytes) { max_download_ = bytes; }
+  // Forget cached variables (after a reboot into another fastboot).
+  void Forget();
+  Result<bool> IsLogical(const std::string& partition);
+
+  // Sends the image `cursor` reads to `partition` and flashes it.
+  Status FlashImage(const std::string& partition, Cursor& cursor, FlashObserver& observer, FlashStats* stats);
+  // A command with a status line: "Erasing 'x'", "Setting current slot to 'b'".
+  Status Run(const std::string& command, std::string_view what, FlashObserver& observer);
+
+ private:
+  Result<std::vector<Part>> PlanAll(Cursor& cursor, const ImageShape& shape, const PartLimits& limits);
+
+  FastbootClient client_;
+  std::optional<uint64_t> max_download_;
+  std::optional<std::string> current_slot_;
+  std::optional<int> slot_count_;
+};
+
+}  // namespace flashpipe::host

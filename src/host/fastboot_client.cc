@@ -1,0 +1,102 @@
+#include "host/fastboot_client.h"
+
+#include <charconv>
+
+#include "wire/protocol.h"
+
+namespace flashpipe::host {
+
+// Counts a download's bytes on their way to the transport.
+class FastbootClient::Counter : public DataOut {
+ public:
+  Counter(Transport& t, std::atomic<uint64_t>* total) : t_(t), total_(total) {}
+  Status Send(std::span<const std::span<const uint8_t>> pieces) override {
+    if (Status st = t_.SendData(pieces); !st.ok()) {
+      transport_failed = true;
+      return st;
+    }
+    uint64_t n = 0;
+    for (auto p : pieces) n += p.size();
+    sent += n;
+    total_->fetch_add(n, std::memory_order_relaxed);
+    return Status::Ok();
+  }
+  uint64_t sent = 0;
+  bool transport_failed = false;
+
+ private:
+  Transport& t_;
+  std::atomic<uint64_t>* total_;
+};
+
+FastbootClient::FastbootClient(std::unique_ptr<Transport> transport, InfoFn info)
+    : transport_(std::move(transport)), info_(std::move(info)) {}
+
+Status FastbootClient::Failed(Status st, Failure why) {
+  failure_ = why;
+  return st;
+}
+
+Result<std::string> FastbootClient::Answer(bool data_ok, uint32_t* data_size, std::vector<std::string>* info) {
+  for (;;) {
+    auto wire_msg = transport_->Receive();
+    if (!wire_msg.ok()) return Failed(wire_msg.status());
+    auto r = wire::ParseResponse(*wire_msg);
+    if (!r.ok()) return Failed(r.status());
+    switch (r->kind) {
+      case wire::Response::Kind::kInfo:
+      case wire::Response::Kind::kText:
+        if (info != nullptr) {
+          info->emplace_back(r->message);
+        } else if (info_) {
+          info_(r->message);
+        }
+        continue;
+      case wire::Response::Kind::kOkay:
+        failure_ = Failure::kNone;
+        return r->message;
+      case wire::Response::Kind::kFail:
+        return Failed(Unsupported(fmt::format("remote: '{}'", r->message)), Failure::kRefused);
+      case wire::Response::Kind::kData:
+        if (!data_ok) return Failed(Corrupt(fmt::format("unexpected DATA{:08x}", r->data_size)));
+        *data_size = r->data_size;
+        failure_ = Failure::kNone;
+        return std::string();
+    }
+  }
+}
+
+Result<std::string> FastbootClient::Command(std::string_view command, std::vector<std::string>* info) {
+  if (Status st = transport_->Send(command); !st.ok()) return Failed(st);
+  return Answer(false, nullptr, info);
+}
+
+Status FastbootClient::Download(uint32_t size, const std::function<Status(DataOut&)>& write) {
+  if (Status st = transport_->Send(wire::DownloadCommand(size)); !st.ok()) return Failed(st);
+  uint32_t agreed = 0;
+  FP_RETURN_IF_ERROR(Answer(true, &agreed).status());
+  if (agreed != size) return Failed(Corrupt(fmt::format("asked to download {} bytes, the device said DATA{:08x}", size, agreed)));
+  Counter out(*transport_, &data_bytes_);
+  Status st = write(out);
+  if (!st.ok()) return Failed(st, out.transport_failed ? Failure::kGone : Failure::kOther);
+  if (out.sent != size) {
+    return Failed(Internal(fmt::format("download of {} bytes: {} sent", size, out.sent)), Failure::kOther);
+  }
+  return Answer(false, nullptr).status();
+}
+
+uint64_t ParseMaxDownloadSize(std::string_view v) {
+  while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
+  while (!v.empty() && (v.back() == ' ' || v.back() == '\t' || v.back() == '\n')) v.remove_suffix(1);
+  int base = 10;
+  if (v.starts_with("0x") || v.starts_with("0X")) {
+    v.remove_prefix(2);
+    base = 16;
+  }
+  uint64_t n = 0;
+  auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n, base);
+  if (ec != std::errc() || end != v.data() + v.size() || v.empty()) return 0;
+  return n;
+}
+
+}  // namespace flashpipe::host

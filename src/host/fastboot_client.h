@@ -1,0 +1,65 @@
+// FastbootClient: the fastboot commands as a host sends them, over any
+// Transport. A command gets INFO (and TEXT) lines, which go to the info
+// callback, then OKAY (its message is the result), FAIL (an error: the
+// device refused) or DATA (a download's go-ahead). A download sends the
+// data phase through a writer (part_writer.h) and reads the final answer.
+//
+// Errors keep apart what a report must tell apart (last_failure()): a
+// device's FAIL is kUnsupported with "remote: '...'" (kRefused); a silent or
+// vanished device, or a response that makes no sense, is the transport's
+// error (kGone); an error of the data phase's writer (the image) is kOther.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+#include "host/part_writer.h"
+#include "host/transport.h"
+
+namespace flashpipe::host {
+
+class FastbootClient {
+ public:
+  using InfoFn = std::function<void(std::string_view)>;
+  explicit FastbootClient(std::unique_ptr<Transport> transport, InfoFn info = {});
+
+  // The OKAY message. With `info`, the command's INFO/TEXT lines are kept
+  // there instead of going to the info callback (answers such as oem digest).
+  Result<std::string> Command(std::string_view command, std::vector<std::string>* info = nullptr);
+  Result<std::string> GetVar(std::string_view name) { return Command(std::string("getvar:") + std::string(name)); }
+  // download:SIZE, the data phase from `write` (which must send exactly
+  // `size` bytes to the DataOut it is given), the final answer.
+  Status Download(uint32_t size, const std::function<Status(DataOut&)>& write);
+
+  enum class Failure { kNone, kRefused, kGone, kOther };
+  // Where the last error came from (kNone after a success).
+  Failure last_failure() const { return failure_; }
+  bool refused() const { return failure_ == Failure::kRefused; }
+  std::string name() const { return transport_->name(); }
+  Transport& transport() { return *transport_; }
+  // Bytes of data phases sent so far (any thread may ask).
+  uint64_t data_bytes() const { return data_bytes_.load(std::memory_order_relaxed); }
+
+ private:
+  class Counter;
+  // Reads responses up to the final one.
+  Result<std::string> Answer(bool data_ok, uint32_t* data_size, std::vector<std::string>* info = nullptr);
+  Status Failed(Status st, Failure why = Failure::kGone);
+
+  std::unique_ptr<Transport> transport_;
+  InfoFn info_;
+  Failure failure_ = Failure::kNone;
+  std::atomic<uint64_t> data_bytes_{0};
+};
+
+// max-download-size as devices report it: decimal or 0x hex, spaces around
+// tolerated (as the AOSP client does). 0 when absent or unreadable.
+uint64_t ParseMaxDownloadSize(std::string_view value);
+
+}  // namespace flashpipe::host

@@ -1,0 +1,184 @@
+// Many fake devices flashed at once: each gets the images whole, whatever
+// its max-download-size; a slow one does not hold up the others; one that
+// vanishes or refuses fails alone, and the report says what each did; a
+// retried device is flashed again from the step it had not finished.
+#include "host/fleet.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "testing/fake_fastboot_device.h"
+#include "testing/temp_dir.h"
+
+namespace flashpipe::host {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::FakeDeviceConfig;
+using testing::FakeFastbootDevice;
+
+// The host's end of a cable to a fake device that outlives it.
+class Link : public Transport {
+ public:
+  explicit Link(FakeFastbootDevice* d) : d_(d) {}
+  Status Send(std::string_view c) override { return d_->Send(c); }
+  Result<std::string> Receive() override { return d_->Receive(); }
+  Status SendData(std::span<const std::span<const uint8_t>> p) override { return d_->SendData(p); }
+  std::string name() const override { return d_->name(); }
+
+ private:
+  FakeFastbootDevice* d_;
+};
+
+std::vector<uint8_t> Random(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<uint8_t> v(n);
+  for (auto& b : v) b = static_cast<uint8_t>(rng());
+  for (size_t i = n / 3; i < n / 2; ++i) v[i] = 0;  // a zero run
+  return v;
+}
+
+class FleetTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    boot_ = Random(300 << 10, 1);
+    system_ = Random((6 << 20) + 4096 * 3, 2);
+    testing::WriteFile(dir_ / "boot.img", boot_);
+    testing::WriteFile(dir_ / "system.img", system_);
+  }
+  FakeFastbootDevice* Add(FakeDeviceConfig c) {
+    devices_.push_back(std::make_unique<FakeFastbootDevice>(std::move(c)));
+    auto* d = devices_.back().get();
+    d->AddPartition("boot_a", 1 << 20);
+    d->AddPartition("boot_b", 1 << 20);
+    d->AddPartition("system", 8 << 20);
+    return d;
+  }
+  std::vector<DeviceResult> Run(FleetOptions o, std::vector<std::string>* events = nullptr) {
+    std::vector<std::string> names;
+    for (auto& d : devices_) names.push_back(d->name());
+    std::mutex mu;
+    Fleet f(names, {{"boot", {dir_ / "boot.img"}}, {"system", {dir_ / "system.img"}}},
+            [this](size_t i) -> Result<std::unique_ptr<Transport>> {
+              if (devices_[i]->gone() && !revive_) return Cancelled("connection refused");
+              if (devices_[i]->gone()) devices_[i]->Revive();
+              return std::unique_ptr<Transport>(new Link(devices_[i].get()));
+            },
+            o, [&](size_t i, const std::string& line) {
+              std::lock_guard lock(mu);
+              if (events) events->push_back(names[i] + ": " + line);
+            });
+    EXPECT_TRUE(f.Prepare().ok());
+    return f.Run();
+  }
+  bool Flashed(FakeFastbootDevice* d, const std::string& slot = "a") {
+    const auto& b = d->partitions.at("boot_" + slot);
+    const auto& s = d->partitions.at("system");
+    return std::equal(boot_.begin(), boot_.end(), b.begin()) && std::equal(system_.begin(), system_.end(), s.begin());
+  }
+
+  testing::TempDir dir_;
+  std::vector<uint8_t> boot_, system_;
+  std::vector<std::unique_ptr<FakeFastbootDevice>> devices_;
+  bool revive_ = false;
+};
+
+TEST_F(FleetTest, EveryDeviceGetsEveryImageForItsOwnLimit) {
+  auto* a = Add({.serial = "a", .max_download = 1 << 20});
+  auto* b = Add({.serial = "b", .max_download = 3 << 20, .current_slot = "b"});
+  auto* c = Add({.serial = "c", .max_download = 64 << 20});
+  FleetOptions o;
+  o.feed.window_bytes = 2 << 20;
+  o.feed.buffer_bytes = 256 << 10;
+  auto results = Run(o);
+  ASSERT_EQ(results.size(), 3u);
+  for (auto& r : results) EXPECT_EQ(r.result, "ok") << r.device << ": " << r.error;
+  EXPECT_TRUE(Flashed(a));
+  EXPECT_TRUE(Flashed(b, "b"));
+  EXPECT_TRUE(Flashed(c));
+  EXPECT_EQ(results[0].steps[0].target, "boot_a");
+  EXPECT_EQ(results[1].steps[0].target, "boot_b");
+  EXPECT_EQ(results[0].serial, "a");
+  EXPECT_EQ(results[0].steps[1].parts, 6u);  // 6 MiB of data (and a zero run) in parts of 1 MiB
+  EXPECT_EQ(results[2].steps[1].parts, 1u);
+  EXPECT_EQ(b->flashes["system"], 2);
+  for (auto& r : results) EXPECT_FALSE(r.steps[1].read_alone);
+}
+
+TEST_F(FleetTest, ASlowDeviceDoesNotHoldUpTheOthersAndAFailingOneFailsAlone) {
+  auto* fast = Add({.serial = "fast"});
+  auto* slow = Add({.serial = "slow", .delay_per_send = 15ms});
+  auto* vanishing = Add({.serial = "vanishing", .vanish_after = 2 << 20});
+  FleetOptions o;
+  o.feed.window_bytes = 1 << 20;
+  o.feed.buffer_bytes = 128 << 10;
+  o.feed.lag_limit = 200ms;
+  o.feed.private_window_bytes = 512 << 10;
+  std::vector<std::string> events;
+  auto t0 = std::chrono::steady_clock::now();
+  auto results = Run(o, &events);
+  EXPECT_EQ(results[0].result, "ok") << results[0].error;
+  EXPECT_EQ(results[1].result, "ok") << results[1].error;
+  EXPECT_EQ(results[2].result, "gone");
+  EXPECT_TRUE(Flashed(fast));
+  EXPECT_TRUE(Flashed(slow));
+  EXPECT_LT(results[0].seconds * 2, results[1].seconds) << "the fast device waited for the slow one";
+  EXPECT_TRUE(results[1].steps[1].read_alone);
+  // The vanished device: boot written, system partly.
+  ASSERT_EQ(results[2].steps.size(), 2u);
+  EXPECT_EQ(results[2].steps[0].result, "ok");
+  EXPECT_EQ(results[2].steps[1].result, "failed");
+  EXPECT_TRUE(results[2].steps[1].changed);
+  EXPECT_EQ(results[2].error_class, "cancelled");
+  std::string json = FleetJson(results, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  EXPECT_NE(json.find("\"device\": \"fake:vanishing\", \"serial\": \"vanishing\", \"result\": \"gone\""), std::string::npos)
+      << json;
+  EXPECT_NE(json.find("\"written\": [\"boot_a\"], \"partly_written\": [\"system\"]"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"ok\": 2, \"failed\": 1"), std::string::npos);
+  (void)vanishing;
+}
+
+TEST_F(FleetTest, ALockedDeviceIsReportedAsRefused) {
+  auto* ok = Add({.serial = "ok"});
+  auto* locked = Add({.serial = "locked", .locked = true});
+  auto results = Run({});
+  EXPECT_EQ(results[0].result, "ok");
+  EXPECT_EQ(results[1].result, "refused");
+  EXPECT_NE(results[1].error.find("remote: 'download: device is locked'"), std::string::npos) << results[1].error;
+  EXPECT_EQ(results[1].attempts, 1);  // a refusal is not retried
+  EXPECT_TRUE(Flashed(ok));
+  EXPECT_EQ(locked->partitions.at("boot_a")[0], 0xDC);
+}
+
+TEST_F(FleetTest, RetryFlashesAgainFromTheFirstUnfinishedStep) {
+  auto* d = Add({.serial = "flaky", .vanish_after = (300 << 10) + (1 << 20)});  // boot, then a part of system
+  revive_ = true;
+  FleetOptions o;
+  o.retries = 1;
+  o.retry_wait = 5s;
+  auto results = Run(o);
+  ASSERT_EQ(results[0].result, "ok") << results[0].error;
+  EXPECT_EQ(results[0].attempts, 2);
+  EXPECT_TRUE(Flashed(d));
+  ASSERT_EQ(results[0].steps.size(), 3u);  // boot; system failed; system again
+  EXPECT_EQ(results[0].steps[1].result, "failed");
+  EXPECT_EQ(results[0].steps[2].partition, "system");
+  EXPECT_EQ(results[0].steps[2].attempt, 2);
+  EXPECT_EQ(d->flashes["boot_a"], 1);
+}
+
+TEST_F(FleetTest, LogicalPartitionsAreResizedToTheImageFirst) {
+  auto* d = Add({.serial = "dyn", .logical = {"system"}});
+  d->partitions["system"].resize(0);
+  auto results = Run({});
+  ASSERT_EQ(results[0].result, "ok") << results[0].error;
+  EXPECT_EQ(d->partitions.at("system").size(), system_.size());
+  EXPECT_TRUE(Flashed(d));
+  auto it = std::find(d->commands.begin(), d->commands.end(),
+                      fmt::format("resize-logical-partition:system:{}", system_.size()));
+  EXPECT_NE(it, d->commands.end());
+}
+
+}  // namespace
+}  // namespace flashpipe::host

@@ -1,0 +1,49 @@
+// One pass over an image: opened by input::OpenImage (raw, sparse,
+// compressed, with a bmap, from a file or stdin), its events made into
+// records (and payload) by a RecordSink.
+//
+// An image is planned ahead when it can be read twice cheaply: a regular
+// file or block device that is not compressed. Its planning pass
+// (PlanImage) reads the headers of a sparse file, or the data of a raw
+// one, and keeps the records, 32 bytes each, no payload: the whole image
+// is checked and its parts are known before anything is sent. Any other
+// image (stdin, a pipe, compressed input) is planned as it is read.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "host/record.h"
+#include "host/record_sink.h"
+#include "input/image_source.h"
+
+namespace flashpipe::host {
+
+struct ImageSpec {
+  std::string path;  // "-" for stdin
+  std::string bmap;  // a bmap file for a raw image, or empty
+};
+
+// Opens `spec` and delivers its records to `out` (its payload too when
+// with_payload). `form` (optional) gets what the image turned out to be.
+Status RunImagePass(const ImageSpec& spec, bool with_payload, RecordOut* out, input::ImageForm* form = nullptr);
+
+// Whether the image is a file that can be planned ahead and read again
+// (for a device that fell behind, or a retry); stdin and pipes cannot.
+bool Rereadable(const ImageSpec& spec);
+
+struct ImagePlan {
+  ImageShape shape;
+  std::vector<Record> records;
+  uint64_t payload_bytes = 0;
+  input::ImageForm form;
+};
+
+// The planning pass. nullptr (and OK) for an image that is not planned
+// ahead (stdin, pipes, compressed input): nothing of it is read.
+Result<std::shared_ptr<const ImagePlan>> PlanImage(const ImageSpec& spec);
+
+}  // namespace flashpipe::host

@@ -1,0 +1,168 @@
+#include "host/libusb_backend.h"
+
+#include <libusb-1.0/libusb.h>
+
+#include <mutex>
+
+#include "wire/usb.h"
+
+namespace flashpipe::host {
+namespace {
+
+Status UsbError(std::string what, int rc) {
+  std::string name = libusb_error_name(rc);
+  switch (rc) {
+    case LIBUSB_ERROR_TIMEOUT: return TimedOut(fmt::format("{}: {}", what, name));
+    case LIBUSB_ERROR_NO_DEVICE:
+    case LIBUSB_ERROR_PIPE:
+    case LIBUSB_ERROR_IO: return Cancelled(fmt::format("{}: {} (the device went away)", what, name));
+    case LIBUSB_ERROR_ACCESS: return InvalidArgument(fmt::format("{}: {} (no permission: udev rules?)", what, name));
+    case LIBUSB_ERROR_BUSY: return Busy(fmt::format("{}: {} (another program holds the interface)", what, name));
+    default: return IoError(fmt::format("{}: {}", what, name), 0);
+  }
+}
+
+std::string PathOf(libusb_device* dev) {
+  uint8_t ports[8];
+  int n = libusb_get_port_numbers(dev, ports, sizeof ports);
+  std::string path = std::to_string(libusb_get_bus_number(dev));
+  for (int i = 0; i < n; ++i) path += (i == 0 ? "-" : ".") + std::to_string(ports[i]);
+  return path;
+}
+
+// The fastboot interface of a device, if it has one.
+bool FindInterface(libusb_device* dev, UsbDeviceInfo* info) {
+  libusb_config_descriptor* config = nullptr;
+  if (libusb_get_active_config_descriptor(dev, &config) != 0 || config == nullptr) return false;
+  bool found = false;
+  for (int i = 0; i < config->bNumInterfaces && !found; ++i) {
+    for (int a = 0; a < config->interface[i].num_altsetting && !found; ++a) {
+      const libusb_interface_descriptor& alt = config->interface[i].altsetting[a];
+      if (alt.bInterfaceClass != wire::usb::kInterfaceClass || alt.bInterfaceSubClass != wire::usb::kInterfaceSubclass ||
+          alt.bInterfaceProtocol != wire::usb::kInterfaceProtocol) {
+        continue;
+      }
+      info->ep_in = info->ep_out = 0;
+      for (int e = 0; e < alt.bNumEndpoints; ++e) {
+        const libusb_endpoint_descriptor& ep = alt.endpoint[e];
+        if ((ep.bmAttributes & LIBUSB_TRANSFER_TYPE_MASK) != LIBUSB_TRANSFER_TYPE_BULK) continue;
+        if (ep.bEndpointAddress & LIBUSB_ENDPOINT_IN) {
+          info->ep_in = ep.bEndpointAddress;
+        } else {
+          info->ep_out = ep.bEndpointAddress;
+          info->max_packet = ep.wMaxPacketSize;
+        }
+      }
+      info->interface = alt.bInterfaceNumber;
+      found = info->ep_in != 0 && info->ep_out != 0;
+    }
+  }
+  libusb_free_config_descriptor(config);
+  return found;
+}
+
+class LibUsbHandle : public UsbHandle {
+ public:
+  LibUsbHandle(libusb_device_handle* h, const UsbDeviceInfo& info) : h_(h), info_(info) {}
+  ~LibUsbHandle() override {
+    libusb_release_interface(h_, info_.interface);
+    libusb_close(h_);
+  }
+  Result<size_t> Out(std::span<const uint8_t> data, std::chrono::milliseconds timeout) override {
+    return Transfer(info_.ep_out, const_cast<uint8_t*>(data.data()), data.size(), timeout, "bulk out");
+  }
+  Result<size_t> In(std::span<uint8_t> buf, std::chrono::milliseconds timeout) override {
+    return Transfer(info_.ep_in, buf.data(), buf.size(), timeout, "bulk in");
+  }
+
+ private:
+  Result<size_t> Transfer(uint8_t ep, uint8_t* data, size_t len, std::chrono::milliseconds timeout, const char* what) {
+    int done = 0;
+    int rc = libusb_bulk_transfer(h_, ep, data, static_cast<int>(len), &done, static_cast<unsigned>(timeout.count()));
+    if (rc != 0 && !(rc == LIBUSB_ERROR_TIMEOUT && done > 0)) return UsbError(what, rc);
+    return static_cast<size_t>(done);
+  }
+  libusb_device_handle* h_;
+  UsbDeviceInfo info_;
+};
+
+class LibUsbBackend : public UsbBackend {
+ public:
+  explicit LibUsbBackend(libusb_context* ctx) : ctx_(ctx) {}
+
+  Result<std::vector<UsbDeviceInfo>> List() override {
+    libusb_device** list = nullptr;
+    ssize_t n = libusb_get_device_list(ctx_, &list);
+    if (n < 0) return UsbError("listing USB devices", static_cast<int>(n));
+    std::vector<UsbDeviceInfo> out;
+    for (ssize_t i = 0; i < n; ++i) {
+      UsbDeviceInfo info;
+      if (!FindInterface(list[i], &info)) continue;
+      libusb_device_descriptor desc{};
+      libusb_get_device_descriptor(list[i], &desc);
+      info.vendor = desc.idVendor;
+      info.product = desc.idProduct;
+      info.bus = libusb_get_bus_number(list[i]);
+      info.address = libusb_get_device_address(list[i]);
+      info.path = PathOf(list[i]);
+      libusb_device_handle* h = nullptr;
+      if (libusb_open(list[i], &h) == 0) {
+        unsigned char serial[256] = {};
+        if (desc.iSerialNumber != 0 &&
+            libusb_get_string_descriptor_ascii(h, desc.iSerialNumber, serial, sizeof serial) > 0) {
+          info.serial = reinterpret_cast<char*>(serial);
+        }
+        libusb_close(h);
+      } else {
+        info.writable = false;
+      }
+      out.push_back(info);
+    }
+    libusb_free_device_list(list, 1);
+    return out;
+  }
+
+  Result<std::unique_ptr<UsbHandle>> Open(const UsbDeviceInfo& info) override {
+    libusb_device** list = nullptr;
+    ssize_t n = libusb_get_device_list(ctx_, &list);
+    if (n < 0) return UsbError("listing USB devices", static_cast<int>(n));
+    libusb_device* dev = nullptr;
+    for (ssize_t i = 0; i < n && dev == nullptr; ++i) {
+      if (libusb_get_bus_number(list[i]) == info.bus && libusb_get_device_address(list[i]) == info.address) {
+        dev = list[i];
+      }
+    }
+    libusb_device_handle* h = nullptr;
+    int rc = dev ? libusb_open(dev, &h) : LIBUSB_ERROR_NO_DEVICE;
+    libusb_free_device_list(list, 1);
+    std::string what = fmt::format("usb:{}", info.path);
+    if (rc != 0) return UsbError(what, rc);
+    libusb_set_auto_detach_kernel_driver(h, 1);
+    rc = libusb_claim_interface(h, info.interface);
+    if (rc != 0) {
+      libusb_close(h);
+      return UsbError(what + ": claiming the interface", rc);
+    }
+    return std::unique_ptr<UsbHandle>(new LibUsbHandle(h, info));
+  }
+
+ private:
+  libusb_context* ctx_;
+};
+
+}  // namespace
+
+Result<UsbBackend*> LibUsb() {
+  static std::once_flag once;
+  static LibUsbBackend* backend = nullptr;
+  static int rc = 0;
+  std::call_once(once, [] {
+    libusb_context* ctx = nullptr;
+    rc = libusb_init(&ctx);
+    if (rc == 0) backend = new LibUsbBackend(ctx);
+  });
+  if (backend == nullptr) return UsbError("starting libusb", rc);
+  return static_cast<UsbBackend*>(backend);
+}
+
+}  // namespace flashpipe::host

@@ -1,0 +1,48 @@
+// android-info.txt lines as the AOSP client reads them: require, reject,
+// require-for-product, "board" meaning "product", '*' as a prefix match.
+#include "host/product_out.h"
+
+#include <gtest/gtest.h>
+
+namespace flashpipe::host {
+namespace {
+
+TEST(ProductOutTest, RequireBoardIsProductWithAlternatives) {
+  auto r = ParseRequirement("require board=alpha|beta");
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->name, "product");
+  EXPECT_FALSE(r->reject);
+  EXPECT_EQ(r->options, (std::vector<std::string>{"alpha", "beta"}));
+  EXPECT_TRUE(RequirementMet(*r, "beta"));
+  EXPECT_FALSE(RequirementMet(*r, "gamma"));
+}
+
+TEST(ProductOutTest, RejectAndPrefix) {
+  auto r = ParseRequirement("reject version-bootloader=1.0*");
+  ASSERT_TRUE(r.has_value());
+  EXPECT_TRUE(r->reject);
+  EXPECT_FALSE(RequirementMet(*r, "1.0.3"));
+  EXPECT_TRUE(RequirementMet(*r, "2.0"));
+}
+
+TEST(ProductOutTest, RequireForProductAndSyntaxError) {
+  auto r = ParseRequirement("require-for-product:flashpipe version-baseband=x");
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->product, "flashpipe");
+  EXPECT_EQ(r->name, "version-baseband");
+  EXPECT_FALSE(ParseRequirement("no equals sign here").has_value());
+}
+
+TEST(ProductOutTest, BootAndSystemAreMandatory) {
+  int mandatory = 0;
+  for (const ProductImage& i : ProductImages()) {
+    if (!i.optional) {
+      ++mandatory;
+      EXPECT_TRUE(std::string(i.file) == "boot.img" || std::string(i.file) == "system.img") << i.file;
+    }
+  }
+  EXPECT_EQ(mandatory, 2);
+}
+
+}  // namespace
+}  // namespace flashpipe::host

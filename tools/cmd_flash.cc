@@ -1,0 +1,165 @@
+// flashpipe flash [-s DEVICE]... [--all] PARTITION=IMAGE...
+// Flashes images to many fastboot devices at once (USB, TCP, UDP), each
+// image read once for all of them; see src/host/fleet.h.
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <set>
+
+#include "base/units.h"
+#include "host/device_address.h"
+#include "host/fleet.h"
+#include "host/fleet_progress.h"
+#include "host/libusb_backend.h"
+#include "tools/commands.h"
+#include "tools/flags.h"
+
+namespace flashpipe::tools {
+namespace {
+
+struct Flags {
+  std::vector<std::string> devices, steps, bmaps;
+  bool all = false, no_progress = false, reboot = false, verify = false;
+  std::string slot, window = "32M", json;
+  int retries = 0;
+  double retry_wait = 30, timeout = 120, lag_limit = 3;
+};
+
+void AddFlags(CLI::App& app, Flags& f) {
+  app.add_option("PARTITION=IMAGE", f.steps, "what to flash, in order (IMAGE: raw, sparse, gzip/xz/zstd/bzip2/lz4, - for stdin)")
+      ->required();
+  app.add_option("-s,--device", f.devices,
+                 "a device: USB serial, usb:PATH, tcp:HOST[:PORT] or udp:HOST[:PORT] (repeat for more)")
+      ->allow_extra_args(false);  // one value per -s: the steps follow
+  app.add_flag("--all", f.all, "every fastboot USB device present");
+  app.add_option("--bmap", f.bmaps, "PARTITION=FILE: a bmaptool map for that partition's raw image (unmapped: not sent)")
+      ->allow_extra_args(false);
+  app.add_option("--slot", f.slot, "slot for partitions that have slots: a, b or other (default: the current one)");
+  app.add_option("--retry", f.retries, "flash a device that went away again, up to N times, from its first unfinished "
+                                       "partition")->check(CLI::Range(0, 100));
+  app.add_option("--retry-wait", f.retry_wait, "seconds to wait for a device that went away to come back (default 30)");
+  app.add_option("--timeout", f.timeout, "seconds a device may stay silent mid-command (default 120)");
+  app.add_option("--window", f.window, "memory shared by all devices for each image's data (default 32M)");
+  app.add_option("--lag-limit", f.lag_limit,
+                 "seconds after which a device that keeps the others waiting reads the image on its own (default 3)");
+  app.add_flag("--reboot", f.reboot, "reboot each device once it is flashed");
+  app.add_flag("--verify", f.verify,
+               "after each partition, compare the SHA-256 of every range the image defines with the device's "
+               "(oem digest, flashpipe serve); the images are read once more first (not stdin)");
+  AddJsonFlag(app, f.json, "the report (every device, every step)");
+  app.add_flag("--no-progress", f.no_progress, "no progress output");
+  app.footer(
+      "Every image is read and checked before any device is touched, then read once more while it is sent to all\n"
+      "devices at once, cut for each device's max-download-size. A device that fails or vanishes fails alone; one\n"
+      "that is slower than the others reads the image on its own. Exit status 0 when every device was flashed.");
+}
+
+std::chrono::milliseconds Ms(double seconds) { return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000)); }
+
+Result<std::vector<host::FlashStep>> Steps(const Flags& f) {
+  std::vector<host::FlashStep> steps;
+  for (const std::string& s : f.steps) {
+    size_t eq = s.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == s.size()) {
+      return InvalidArgument(fmt::format("'{}': expected PARTITION=IMAGE", s));
+    }
+    steps.push_back({s.substr(0, eq), {s.substr(eq + 1)}});
+  }
+  for (const std::string& b : f.bmaps) {
+    size_t eq = b.find('=');
+    auto it = std::find_if(steps.begin(), steps.end(), [&](const host::FlashStep& s) { return s.partition == b.substr(0, eq); });
+    if (eq == std::string::npos || it == steps.end()) return InvalidArgument(fmt::format("--bmap '{}': expected PARTITION=FILE of a partition to flash", b));
+    it->image.bmap = b.substr(eq + 1);
+  }
+  return steps;
+}
+
+Result<std::vector<std::string>> Devices(const Flags& f, host::UsbBackend* usb) {
+  std::vector<std::string> devices = f.devices;
+  if (f.all) {
+    if (usb == nullptr) return Unsupported("--all: USB is not available");
+    FP_ASSIGN_OR_RETURN(auto list, usb->List());
+    for (const host::UsbDeviceInfo& d : list) devices.push_back(d.serial.empty() ? "usb:" + d.path : d.serial);
+  }
+  std::set<std::string> seen;
+  std::vector<std::string> unique;
+  for (const std::string& d : devices) {
+    if (seen.insert(d).second) unique.push_back(d);
+  }
+  if (unique.empty()) return InvalidArgument(f.all ? "no fastboot USB device found" : "no device: give -s DEVICE or --all");
+  return unique;
+}
+
+void Summary(const std::vector<host::DeviceResult>& results) {
+  for (const auto& r : results) {
+    std::string written;
+    for (const auto& s : r.steps) {
+      if (s.result == "ok") written += " " + s.target;
+    }
+    std::fprintf(stderr, "%s: %s%s, %s in %.2f s%s%s\n", r.device.c_str(), r.result.c_str(),
+                 written.empty() ? "" : (" (" + written.substr(1) + ")").c_str(), FormatBytes(r.bytes).c_str(), r.seconds,
+                 r.error.empty() ? "" : ": ", r.error.c_str());
+  }
+}
+
+}  // namespace
+
+int RunFlash(int argc, char** argv) {
+  CLI::App app{"Flash images to many fastboot devices at once (USB, TCP, UDP)", CommandName(argv[0])};
+  Flags f;
+  AddFlags(app, f);
+  if (auto code = ParseOrExit(app, argc, argv)) return *code;
+  auto steps = Steps(f);
+  if (!steps.ok()) return UsageError(app, steps.status());
+  auto window = ParseSize(f.window);
+  if (!window.ok() || *window < (2 << 20)) return UsageError(app, InvalidArgument("--window: a size of at least 2M"));
+  bool uses_usb = f.all;
+  std::vector<host::DeviceAddress> addresses;
+  for (const std::string& d : f.devices) uses_usb |= !d.starts_with("tcp:") && !d.starts_with("udp:");
+  host::UsbBackend* usb = nullptr;
+  if (uses_usb) {
+    auto u = host::LibUsb();
+    if (!u.ok()) return ExitWith("flash", u.status());
+    usb = *u;
+  }
+  auto devices = Devices(f, usb);
+  if (!devices.ok()) return ExitWith("flash", devices.status());
+  for (const std::string& d : *devices) {
+    auto a = host::ParseDeviceAddress(d);
+    if (!a.ok()) return UsageError(app, a.status());
+    addresses.push_back(*a);
+  }
+  host::TransportOptions transport{.idle = Ms(f.timeout)};
+  host::FleetOptions options;
+  options.feed.window_bytes = *window;
+  options.feed.lag_limit = Ms(f.lag_limit);
+  options.slot = f.slot;
+  options.retries = f.retries;
+  options.retry_wait = Ms(f.retry_wait);
+  options.reboot = f.reboot;
+  options.verify = f.verify;
+  auto mode = f.no_progress || f.json == "-" ? host::FleetProgress::Mode::kOff
+              : ::isatty(STDERR_FILENO)     ? host::FleetProgress::Mode::kRedraw
+                                            : host::FleetProgress::Mode::kLines;
+  host::FleetProgress progress(stderr, mode, *devices);
+  host::Fleet fleet(
+      *devices, *steps,
+      [&](size_t i) { return host::ConnectDevice(addresses[i], transport, usb); }, options,
+      [&](size_t d, const std::string& line) { progress.Event(d, line); });
+  if (Status st = fleet.Prepare(); !st.ok()) return ExitWith("flash", st);
+  auto start = std::chrono::steady_clock::now();
+  progress.Start(&fleet);
+  auto results = fleet.Run();
+  progress.Stop();
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (f.json != "-") Summary(results);
+  Status st;
+  if (!f.json.empty()) st = WriteJson(f.json, host::FleetJson(results, seconds));
+  size_t failed = std::count_if(results.begin(), results.end(), [](const auto& r) { return r.result != "ok"; });
+  if (st.ok() && failed > 0) st = Unsupported(fmt::format("{} of {} devices failed", failed, results.size()));
+  return ExitWith("flash", st);
+}
+
+}  // namespace flashpipe::tools
