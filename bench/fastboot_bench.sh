@@ -72,7 +72,8 @@ fi
 PORT=$(python3 -c "import socket; s=socket.socket(); s.bind(('127.0.0.1',0)); print(s.getsockname()[1])")
 dev=$loopdev
 start() {
-  "$FLASHPIPE" serve --partition "super=$dev" --tcp "127.0.0.1:$PORT" --state "$work/state" "$@" \
+  # --prefault: no page faults in the measured downloads.
+  "$FLASHPIPE" serve --partition "super=$dev" --tcp "127.0.0.1:$PORT" --state "$work/state" --prefault "$@" \
     >"$work/daemon.out" 2>"$work/daemon.log" &
   daemon_pid=$!
   for _ in $(seq 50); do grep -q listening "$work/daemon.out" 2>/dev/null && return; sleep 0.1; done
