@@ -10,7 +10,6 @@
 #include <optional>
 #include <vector>
 
-#include "base/crc32.h"
 #include "base/endian.h"
 #include "base/fd_io.h"
 #include "sparse/files.h"

@@ -50,7 +50,11 @@ Status RunEmitter::Close() {
     return Status::Ok();
   }
   switch (kind) {
-    case kChunkRaw: return mode_ == Mode::kSeekBack ? w_->PatchRawHeader(raw_header_at_, blocks) : Status::Ok();
+    case kChunkRaw:
+      if (mode_ == Mode::kFromPlan && blocks != (*plan_)[plan_next_ - 1]) {
+        return Corrupt("the input read differently the second time (a RAW chunk changed size)");
+      }
+      return mode_ == Mode::kSeekBack ? w_->PatchRawHeader(raw_header_at_, blocks) : Status::Ok();
     case kChunkFill: return w_->Fill(blocks, pattern_);
     default: return w_->DontCare(blocks);
   }
@@ -62,7 +66,9 @@ Status RunEmitter::OpenRaw() {
   raw_header_at_ = w_->offset();
   uint32_t blocks = 0;
   if (mode_ == Mode::kFromPlan) {
-    if (plan_next_ >= plan_->size()) return Corrupt("the input changed between the two passes");
+    if (plan_next_ >= plan_->size()) {
+      return Corrupt("the input read differently the second time (more RAW chunks than planned)");
+    }
     blocks = (*plan_)[plan_next_++];
   }
   return w_->RawHeader(blocks);

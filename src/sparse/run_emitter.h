@@ -3,8 +3,9 @@
 // cutting RAW chunks at `max_raw_chunk` and any chunk at UINT32_MAX blocks.
 // Modes: kSeekBack writes as it goes and patches each RAW header when its
 // run ends (seekable outputs); kPlan writes nothing and records each RAW
-// chunk's length; kFromPlan writes headers from that record (pipes). Used by
-// the encoder (img2simg) and by EncodingSink (read, resparse, lp make).
+// chunk's length; kFromPlan writes headers from that record (pipes) and
+// fails (kCorrupt) when the second pass differs from it. Used by the encoder
+// (img2simg), EncodingSink (resparse, lp make) and output::SparseOutput (read).
 #pragma once
 
 #include <cstdint>
