@@ -14,6 +14,7 @@
 #include "lp/reader.h"
 #include "lp/writer.h"
 #include "testing/fastboot_fakes.h"
+#include "testing/session_runner.h"
 #include "testing/memory_block_io.h"
 #include "testing/sparse_builder.h"
 #include "testing/vector_block_io.h"
@@ -108,17 +109,8 @@ class LogicalSessionTest : public ::testing::Test {
     }
     EXPECT_TRUE(mem_.violations().empty());
   }
-  std::vector<std::string> Run(ScriptedTransport& t) {
-    Status st = Session(device_.get(), &t).Run();
-    EXPECT_TRUE(st.ok()) << st.ToString();
-    return t.Finals();
-  }
-  std::string One(const std::string& command) {
-    ScriptedTransport t;
-    t.Command(command);
-    auto r = Run(t);
-    return r.empty() ? "" : r.back();
-  }
+  std::vector<std::string> Run(ScriptedTransport& t) { return testing::RunSession(device_.get(), t); }
+  std::string One(const std::string& command) { return testing::RunOne(device_.get(), command); }
   std::vector<std::string> Send(const std::vector<uint8_t>& bytes, const std::string& command) {
     ScriptedTransport t;
     t.Command("download:" + Hex8(bytes.size())).Data(bytes).Command(command);

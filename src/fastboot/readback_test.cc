@@ -11,6 +11,7 @@
 
 #include "fastboot/session.h"
 #include "testing/fastboot_fakes.h"
+#include "testing/session_runner.h"
 #include "testing/fault_queue.h"
 
 namespace flashpipe::fastboot {
@@ -52,22 +53,9 @@ class ReadbackTest : public ::testing::Test {
                                                PersistentState::InMemory());
   }
 
-  std::vector<std::string> Run(ScriptedTransport& t) {
-    Status st = Session(device_.get(), &t).Run();
-    EXPECT_TRUE(st.ok()) << st.ToString();
-    return t.Finals();
-  }
-  // The final response; for a FAIL whose reason was too long for it, the
-  // whole reason (sent before it as INFO lines).
-  std::string One(const std::string& command) {
-    ScriptedTransport t;
-    t.Command(command);
-    auto r = Run(t);
-    if (r.empty()) return "";
-    std::string said;  // INFO lines break between words (reason_text.h)
-    for (const auto& i : t.Infos()) said += (said.empty() ? "" : " ") + i;
-    return r.back().starts_with("FAIL") && !said.empty() ? "FAIL" + said : r.back();
-  }
+  std::vector<std::string> Run(ScriptedTransport& t) { return testing::RunSession(device_.get(), t); }
+  // The final response; a FAIL's whole reason (sent ahead as INFO lines).
+  std::string One(const std::string& command) { return testing::RunOne(device_.get(), command, /*whole_fail=*/true); }
   std::string Bytes(const std::string& part, uint64_t offset, uint64_t size) {
     for (const auto& p : parts_) {
       if (p.name == part) return std::string(mem_.disk().begin() + p.offset + offset,

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "testing/fastboot_fakes.h"
+#include "testing/session_runner.h"
 #include "testing/fault_queue.h"
 #include "testing/process.h"
 #include "testing/sparse_builder.h"
@@ -43,18 +44,8 @@ class SessionTest : public ::testing::Test {
                                                PersistentState::InMemory());
   }
 
-  // Runs one session over the script; returns the non-INFO responses.
-  std::vector<std::string> Run(ScriptedTransport& t) {
-    Status st = Session(device_.get(), &t).Run();
-    EXPECT_TRUE(st.ok()) << st.ToString();
-    return t.Finals();
-  }
-  std::string One(const std::string& command) {
-    ScriptedTransport t;
-    t.Command(command);
-    auto r = Run(t);
-    return r.empty() ? "" : r.back();
-  }
+  std::vector<std::string> Run(ScriptedTransport& t) { return testing::RunSession(device_.get(), t); }
+  std::string One(const std::string& command) { return testing::RunOne(device_.get(), command); }
   std::vector<uint8_t> Bytes(const Partition& p) {
     return {mem_.disk().begin() + p.offset, mem_.disk().begin() + p.offset + p.size};
   }
