@@ -72,6 +72,13 @@ class Feed::Out : public RecordOut {
     return Status::Ok();
   }
 
+  Status OnCrcChunk() override {
+    if (f_->plan_ && !f_->plan_->crc_chunks) {
+      return Corrupt(fmt::format("{}: the image changed since it was planned (a CRC32 chunk)", f_->spec_.path));
+    }
+    return Status::Ok();
+  }
+
   uint64_t written() const { return written_; }
   uint64_t count() const { return count_; }
 
@@ -123,7 +130,8 @@ Feed::~Feed() {
 
 void Feed::Produce() {
   Out out(this);
-  Status st = RunImagePass(spec_, true, &out);
+  // An image planned without CRC32 chunks: its RAW bytes are not CRC'd.
+  Status st = RunImagePass(spec_, true, &out, nullptr, !plan_ || plan_->crc_chunks);
   std::lock_guard lock(mu_);
   if (st.ok() && plan_ && (out.count() != plan_->records.size() || out.written() != plan_->payload_bytes)) {
     st = Corrupt(fmt::format("{}: the image changed since it was planned ({} records, {} payload bytes; planned {}, {})",
@@ -283,6 +291,15 @@ Result<std::span<const uint8_t>> Feed::PayloadAt(size_t m, uint64_t offset, size
   uint64_t k = offset / b;
   if (k < first_live_) return Internal(fmt::format("payload byte {} was given back", offset));
   size_t n = static_cast<size_t>(std::min<uint64_t>({max, b - in, filled_ - offset}));
+  if (plan_ && offset + n == plan_->payload_bytes) {
+    // The last payload bytes of a planned image: not before the reading has
+    // checked the rest of the file (a CRC32 chunk after them, its end).
+    me.waiting = true;
+    cv_.wait(lock, [&] { return ended_ || me.detached || stop_; });
+    me.waiting = false;
+    if (me.detached) return Cancelled("detached");
+    if (!failed_.ok()) return failed_;
+  }
   me.pinned = static_cast<int64_t>(k);
   me.consumed = offset + n;
   return std::span<const uint8_t>(live_[k - first_live_] + in, n);

@@ -346,5 +346,36 @@ TEST_F(FeedTest, ReadersThatSendFilesTakeThePayloadFromTheImageFile) {
   EXPECT_NE(r.status.message().find("changed since it was planned"), std::string::npos) << r.status.ToString();
 }
 
+// The window's reading checks CRC32 chunks only when the plan saw some (it
+// does not CRC the RAW of an image without them): a bad CRC32 is caught, and
+// an image that gained a CRC32 chunk since it was planned is refused.
+TEST_F(FeedTest, TheWindowChecksCrcChunksThePlanSaw) {
+  FeedOptions o{.window_bytes = 2 << 20, .buffer_bytes = 256 << 10};
+  testing::SparseBuilder bad(4096);
+  bad.RawBlocks(300, 5).CrcValue(0x12345678);
+  Write("bad.simg", bad.Build());
+  auto plan = PlanImage({dir_ / "bad.simg"});
+  ASSERT_TRUE(plan.ok() && *plan) << plan.status().ToString();  // planning does not check CRC32
+  EXPECT_TRUE((*plan)->crc_chunks);
+  {
+    Cursor c(Feed::Start({dir_ / "bad.simg"}, *plan, o, 1), 0);
+    Reader r = ReadAll(c, 1 << 20);
+    EXPECT_EQ(r.status.code(), Code::kCorrupt) << r.status.ToString();
+  }
+  testing::SparseBuilder plain(4096);
+  plain.RawBlocks(300, 5);
+  Write("p.simg", plain.Build());
+  auto plain_plan = PlanImage({dir_ / "p.simg"});
+  ASSERT_TRUE(plain_plan.ok() && *plain_plan);
+  EXPECT_FALSE((*plain_plan)->crc_chunks);
+  testing::SparseBuilder with_crc(4096);
+  with_crc.RawBlocks(300, 5).Crc();
+  Write("p.simg", with_crc.Build());
+  Cursor c(Feed::Start({dir_ / "p.simg"}, *plain_plan, o, 1), 0);
+  Reader r = ReadAll(c, 1 << 20);
+  EXPECT_EQ(r.status.code(), Code::kCorrupt);
+  EXPECT_NE(r.status.message().find("changed since it was planned"), std::string::npos) << r.status.ToString();
+}
+
 }  // namespace
 }  // namespace flashpipe::host

@@ -38,7 +38,10 @@ class PlanOut : public RecordOut {
       x.push_back({payload, file, n});
     }
   }
-  void OnCrcChunk() override { crc_ = true; }
+  Status OnCrcChunk() override {
+    plan_->crc_chunks = true;
+    return Status::Ok();
+  }
   // Payload that is all in the file, and no CRC32 chunk to check.
   bool in_file() const {
     uint64_t covered = 0;
@@ -48,12 +51,11 @@ class PlanOut : public RecordOut {
     }
     // A raw file of an odd size: its last block is padded, past the file.
     bool padded = !plan_->shape.sparse_input && plan_->shape.bytes % plan_->shape.blk_sz != 0;
-    return !crc_ && !padded && covered == plan_->payload_bytes;
+    return !plan_->crc_chunks && !padded && covered == plan_->payload_bytes;
   }
 
  private:
   ImagePlan* plan_;
-  bool crc_ = false;
 };
 
 bool SeekableFile(const std::string& path) {
@@ -70,21 +72,22 @@ bool Compressed(const std::string& path) {
 
 }  // namespace
 
-Status RunImagePass(const ImageSpec& spec, bool with_payload, RecordOut* out, input::ImageForm* form) {
+Status RunImagePass(const ImageSpec& spec, bool with_payload, RecordOut* out, input::ImageForm* form, bool crc) {
   if (spec.path != "-" && spec.path.find(',') != std::string::npos && !SeekableFile(spec.path)) {
     return InvalidArgument(fmt::format("'{}': flash parts of a split image as separate steps "
                                        "(PART=a.simg PART=b.simg), one after the other", spec.path));
   }
   input::SourceOptions options;
   options.bmap_path = spec.bmap;
-  options.decoder.check_crc = with_payload;
+  options.decoder.check_crc = with_payload && crc;
   // A sparse file's RAW goes by range: read straight into the window (one
   // copy), and not read at all by the planning pass.
   options.raw_by_range = true;
   FP_ASSIGN_OR_RETURN(auto source, input::OpenImage(spec.path, options));
   input::ImageForm f = source->form();
   if (form != nullptr) *form = f;
-  RecordSinkOptions sink_options{.sparse_input = f.sparse, .with_payload = with_payload, .bmap = f.bmap};
+  RecordSinkOptions sink_options{.sparse_input = f.sparse, .with_payload = with_payload, .crc = with_payload && crc,
+                                 .bmap = f.bmap};
   if (!f.sparse) sink_options.raw_size = source->known_size();
   RecordSink sink(out, sink_options);
   FP_RETURN_IF_ERROR(source->Run(&sink));

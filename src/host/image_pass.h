@@ -30,7 +30,10 @@ struct ImageSpec {
 
 // Opens `spec` and delivers its records to `out` (its payload too when
 // with_payload). `form` (optional) gets what the image turned out to be.
-Status RunImagePass(const ImageSpec& spec, bool with_payload, RecordOut* out, input::ImageForm* form = nullptr);
+// `crc`: CRC32 chunks are checked (with payload); off for an image whose
+// plan has none, so that its RAW bytes are not CRC'd for nothing.
+Status RunImagePass(const ImageSpec& spec, bool with_payload, RecordOut* out, input::ImageForm* form = nullptr,
+                    bool crc = true);
 
 // Whether the image is a file that can be planned ahead and read again
 // (for a device that fell behind, or a retry); stdin and pipes cannot.
@@ -63,6 +66,7 @@ struct ImagePlan {
   // otherwise.
   std::vector<FileExtent> payload_in_file;
   FileStamp stamp;
+  bool crc_chunks = false;  // a sparse image with CRC32 chunks
 };
 
 // The planning pass. nullptr (and OK) for an image that is not planned

@@ -209,7 +209,7 @@ Result<uint32_t> RecordSink::RawFromFd(uint64_t out_offset, int fd, uint64_t in_
     FP_ASSIGN_OR_RETURN(size_t r, PreadUpTo(fd, dst, in_offset + done, "the image"));
     if (r == 0) return Corrupt(fmt::format("input ends at byte {}, {} bytes short", in_offset + done, n - done));
     auto got = dst.first(r);
-    if (sparse_raw) crc = Crc32Update(crc, got.data(), got.size());
+    if (sparse_raw && options_.crc) crc = Crc32Update(crc, got.data(), got.size());
     if (direct) {
       FP_RETURN_IF_ERROR(out_->CommitPayload(r));
       runs_->Counted(r);
@@ -223,8 +223,7 @@ Result<uint32_t> RecordSink::RawFromFd(uint64_t out_offset, int fd, uint64_t in_
 }
 
 Status RecordSink::OnChunk(const sparse::ChunkInfo& chunk) {
-  if (chunk.type == sparse::kChunkCrc32) out_->OnCrcChunk();
-  return Status::Ok();
+  return chunk.type == sparse::kChunkCrc32 ? out_->OnCrcChunk() : Status::Ok();
 }
 
 Status RecordSink::Finish(uint64_t image_size) {

@@ -44,12 +44,15 @@ class RecordOut {
   // image file's bytes at `file` (a seekable sparse file's RAW chunks), and
   // the image has a CRC32 chunk (whose check needs its bytes read).
   virtual void OnPayloadInFile(uint64_t /*payload*/, uint64_t /*file*/, uint64_t /*n*/) {}
-  virtual void OnCrcChunk() {}
+  virtual Status OnCrcChunk() { return Status::Ok(); }
 };
 
 struct RecordSinkOptions {
   bool sparse_input = false;
   bool with_payload = true;
+  // A sparse file's RAW read by RawFromFd is CRC'd for the decoder's CRC32
+  // check; off when no CRC32 chunk is checked (the plan saw none).
+  bool crc = true;
   bool bmap = false;
   // A raw image's size when the source knows it before its end.
   std::optional<uint64_t> raw_size;
