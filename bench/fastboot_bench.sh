@@ -13,11 +13,13 @@
 # Image: 1.5 GiB, super-like (zero runs, fills, random data), generated here,
 # sparse, split by the client into 256 MiB parts (max-download-size 256M),
 # over TCP loopback, to a loop device with --direct-io=on. Medians of RUNS.
-#   bench/fastboot_bench.sh [RUNS]   (env FLASHPIPE=path/to/flashpipe)
+#   bench/fastboot_bench.sh [RUNS]   (env FLASHPIPE=path/to/flashpipe,
+#   MAX_DOWNLOAD=SIZE for another part size than 256M)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 FLASHPIPE=${FLASHPIPE:-build/flashpipe}
 RUNS=${1:-3}
+MAX_DOWNLOAD=${MAX_DOWNLOAD:-256M}   # the daemon's max-download-size: the client's part size
 for t in fastboot img2simg fio losetup python3; do command -v $t >/dev/null || { echo "SKIP: $t missing"; exit 0; }; done
 work=$(mktemp -d -p "${BENCH_DIR:-/var/tmp}")
 shm=""
@@ -72,7 +74,9 @@ fi
 PORT=$(python3 -c "import socket; s=socket.socket(); s.bind(('127.0.0.1',0)); print(s.getsockname()[1])")
 dev=$loopdev
 start() {
-  "$FLASHPIPE" serve --partition "super=$dev" --tcp "127.0.0.1:$PORT" --state "$work/state" "$@" \
+  # --prefault: no page faults in the measured downloads.
+  "$FLASHPIPE" serve --partition "super=$dev" --tcp "127.0.0.1:$PORT" --state "$work/state" --prefault \
+    --max-download-size "$MAX_DOWNLOAD" "$@" \
     >"$work/daemon.out" 2>"$work/daemon.log" &
   daemon_pid=$!
   for _ in $(seq 50); do grep -q listening "$work/daemon.out" 2>/dev/null && return; sleep 0.1; done
@@ -119,8 +123,8 @@ fio_once() {
 echo "== flashes ($RUNS runs each, medians)"
 run_mode default
 run_mode write-behind --write-behind
-run_mode send-only --discard-writes
-run_mode bounce-100 --bounce-blocks 100
+run_mode send-only --write-model discard
+run_mode bounce-100 --write-model bounce:100
 f=""
 for _ in $(seq "$RUNS"); do f+="$(fio_once) "; done
 FIO=$(echo "$f" | median)
@@ -128,7 +132,7 @@ printf "%-14s %8.3f s for %s bytes (bs=1M iodepth=4 io_uring direct, end_fsync) 
 if [ -n "$fastdev" ]; then
   echo "== fast device $fastdev (loop over tmpfs)"
   dev=$fastdev
-  run_mode fast-send-only --discard-writes
+  run_mode fast-send-only --write-model discard
   run_mode fast-behind --write-behind
   run_mode fast-default
   f=""
@@ -148,4 +152,4 @@ if [ -n "$fastdev" ]; then
 fi
 awk -v a="${A[write-behind]}" -v d="${A[default]}" 'BEGIN {printf "write-behind whole / default whole = %.2fx\n", a/d}'
 awk -v b="${W[bounce-100]}" -v w="${W[default]}" 'BEGIN {printf "bounce-100 writing-sum / default = %.2fx\n", b/w}'
-echo "command: FLASHPIPE=$FLASHPIPE bench/fastboot_bench.sh $RUNS"
+echo "command: MAX_DOWNLOAD=$MAX_DOWNLOAD FLASHPIPE=$FLASHPIPE bench/fastboot_bench.sh $RUNS"

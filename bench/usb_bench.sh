@@ -48,7 +48,7 @@ cpu() { awk '{print $14 + $15}' /proc/$1/stat; }  # clock ticks, user + system
 now() { date +%s.%N; }
 run() {  # NAME ARGS...: one flash, prints a RESULT line
   local name=$1; shift
-  ./flashpipe serve "$@" --partition data=/tmp/target.img --state /tmp/state --max-download-size 32M \
+  ./flashpipe serve --prefault "$@" --partition data=/tmp/target.img --state /tmp/state --max-download-size 32M \
     >d.out 2>d.log &
   local pid=$! dev
   for _ in $(seq 300); do grep -qE "serving|listening" d.out && break; sleep 0.1; done

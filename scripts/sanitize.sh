@@ -5,7 +5,7 @@
 #   scripts/sanitize.sh        (prints one line per binary: "ok NAME")
 set -euo pipefail
 cd "$(dirname "$0")/.."
-tests=(base_test sparse_test lp_test io_test input_test output_test wire_test fastboot_test bench_test superimg_test)
+tests=(base_test sparse_test lp_test io_test input_test output_test wire_test fastboot_test host_test bench_test superimg_test)
 if [ ! -f build-asan/build.ninja ]; then
   cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug \
     -DCMAKE_CXX_FLAGS="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer" \

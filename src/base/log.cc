@@ -42,12 +42,12 @@ void Write(std::string_view level, std::string_view line) {
   {
     std::lock_guard lock(s.mu);
     out = s.prefix + ": ";
-    if (level == "debug") {
+    // With -v every line is stamped, so the log reads as one timeline.
+    if (level == "debug" || Verbose()) {
       double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - s.start).count();
       out += fmt::format("{:.3f}: ", t);
-    } else if (!level.empty()) {
-      out += fmt::format("{}: ", level);
     }
+    if (level != "debug" && !level.empty()) out += fmt::format("{}: ", level);
   }
   out += line;
   out += '\n';

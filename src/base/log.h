@@ -2,8 +2,12 @@
 // transport) writes on stderr, in one format:
 //
 //   serve: tcp 127.0.0.1:40112: session start            (Info: always)
-//   serve: 12.345: download of 1048576 bytes             (Verbose: with -v, seconds since start)
+//   serve: 12.345: download of 1048576 bytes             (Debug: only with -v)
 //   serve: warning: state file empty: starting locked    (Warn: always)
+//
+// With -v every line, Info and Warn too, carries the seconds since Init()
+// after the prefix ("serve: 12.346: warning: ..."), so the lines read as
+// one timeline.
 //
 // Each line is written with one write(2), so lines from several threads
 // never interleave. Text that came from outside (GPT names, state files,
@@ -27,8 +31,8 @@ namespace flashpipe::log {
 void Init(std::string_view prefix, bool verbose);
 bool Verbose();
 
-// Writes "PREFIX: LINE\n" (Debug: "PREFIX: SECONDS: LINE\n"; Warn: "PREFIX:
-// warning: LINE\n") in one call.
+// Writes "PREFIX: LINE\n" (Warn: "PREFIX: warning: LINE\n"; with -v
+// "PREFIX: SECONDS: ..." for every level) in one call.
 void Write(std::string_view level, std::string_view line);
 
 template <typename... Args>

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <regex>
+
 #include "base/fd_io.h"
 
 namespace flashpipe::log {
@@ -56,6 +58,19 @@ TEST(Log, DebugLinesOnlyWhenVerboseAndStamped) {
   Init("flashpipe", false);
   ASSERT_TRUE(out.starts_with("serve: 0.0")) << out;
   EXPECT_TRUE(out.ends_with(": download of 4096 bytes\n")) << out;
+}
+
+// With -v the Info and Warn lines are stamped too: one timeline.
+TEST(Log, VerboseStampsEveryLine) {
+  std::string out = CaptureStderr([] {
+    Init("serve", true);
+    Info("session {}", "start");
+    Warn("state file {}", "empty");
+  });
+  Init("flashpipe", false);
+  EXPECT_TRUE(std::regex_match(out, std::regex("serve: 0\\.0[0-9]{2}: session start\n"
+                                               "serve: 0\\.0[0-9]{2}: warning: state file empty\n")))
+      << out;
 }
 
 }  // namespace

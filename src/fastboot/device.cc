@@ -4,10 +4,16 @@
 // download arrives.
 #include "fastboot/device.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 
+#include "base/fd_io.h"
 #include "base/log.h"
+#include "base/unique_fd.h"
 #include "base/units.h"
 #include "fastboot/dynamic_partitions.h"
 
@@ -19,6 +25,13 @@ namespace {
 Status WriteBehindError(std::string_view what, const Status& st) {
   std::string cause = st.sys_errno() != 0 ? std::strerror(st.sys_errno()) : std::string(CodeName(st.code()));
   return Status(st.code(), fmt::format("write-behind to {} failed ({}): {}", what, cause, st.message()));
+}
+
+// "64.0 MiB in 0.52 s, 123 MiB/s": the one line each flash and erase logs.
+std::string Took(uint64_t bytes, std::chrono::steady_clock::duration d) {
+  double s = std::chrono::duration<double>(d).count();
+  uint64_t rate = s > 0 ? static_cast<uint64_t>(static_cast<double>(bytes) / s) : 0;
+  return fmt::format("{} in {:.2f} s, {}/s", FormatBytes(bytes), s, FormatBytes(rate));
 }
 
 std::string Names(const std::vector<Partition>& parts) {
@@ -154,7 +167,13 @@ Status FastbootDevice::Flash(const Partition& p, const ProgressFn& progress, boo
     storage_->dynamic()->Reload();
     return st;
   }
-  if (!config_.write_behind) return storage_->Write(p, landing_.pieces(), check.sparse(), progress);
+  if (!config_.write_behind) {
+    auto start = std::chrono::steady_clock::now();
+    FP_RETURN_IF_ERROR(storage_->Write(p, landing_.pieces(), check.sparse(), progress));
+    log::Info("flash '{}': {} image, {}", p.name, check.sparse() ? "sparse" : "raw",
+              Took(landing_.received(), std::chrono::steady_clock::now() - start));
+    return Status::Ok();
+  }
   {
     std::unique_lock lock(job_mu_);
     ++flash_waiting_;
@@ -164,11 +183,35 @@ Status FastbootDevice::Flash(const Partition& p, const ProgressFn& progress, boo
       job_cv_.notify_all();  // the worker may sync now
       return st;
     }
-    job_ = Job{p, landing_.pieces(), check.sparse()};
+    job_ = Job{p, landing_.pieces(), check.sparse(), landing_.received()};
     job_buffer_ = download_buffer_;
   }
   job_cv_.notify_all();
   *queued = true;
+  return Status::Ok();
+}
+
+Result<std::string> FastbootDevice::SaveDownload() {
+  if (!image_ready_) return InvalidArgument("no image downloaded");
+  if (landing_.check().sparse()) return InvalidArgument("a sparse image cannot be booted");
+  const char* tmp = std::getenv("TMPDIR");
+  std::string path = fmt::format("{}/flashpipe-boot-XXXXXX", tmp != nullptr && *tmp != 0 ? tmp : "/tmp");
+  UniqueFd fd(::mkostemp(path.data(), O_CLOEXEC));  // O_EXCL, mode 0600
+  if (!fd.valid()) return ErrnoError(fmt::format("create {}", path));
+  for (const auto& piece : landing_.pieces()) {
+    if (Status st = WriteAll(fd.get(), piece, path); !st.ok()) {
+      ::unlink(path.c_str());
+      return st;
+    }
+  }
+  log::Info("boot image of {} bytes saved in {}", landing_.received(), path);
+  return path;
+}
+
+Status FastbootDevice::Erase(const Partition& p) {
+  auto start = std::chrono::steady_clock::now();
+  FP_RETURN_IF_ERROR(storage_->Erase(p));
+  log::Info("erase '{}': {}", p.name, Took(p.size, std::chrono::steady_clock::now() - start));
   return Status::Ok();
 }
 
@@ -206,9 +249,11 @@ void FastbootDevice::WorkerLoop() {
       Job job = *job_;
       lock.unlock();
       log::Debug("write-behind to '{}' starts", job.partition.name);
+      auto start = std::chrono::steady_clock::now();
       Status st = storage_->Write(job.partition, job.pieces, job.sparse, nullptr, /*sync=*/false);
       if (st.ok()) {
-        log::Debug("write-behind to '{}' written, not yet synced", job.partition.name);
+        log::Info("flash '{}': {} image, {} (write-behind, synced later)", job.partition.name,
+                  job.sparse ? "sparse" : "raw", Took(job.bytes, std::chrono::steady_clock::now() - start));
       } else {
         log::Warn("write-behind to '{}': write failed: {}", job.partition.name, st.ToString());
       }

@@ -27,6 +27,7 @@
 #include "base/status.h"
 #include "fastboot/deadlines.h"
 #include "fastboot/download.h"
+#include "fastboot/partition_type.h"
 #include "fastboot/readback.h"
 #include "fastboot/state.h"
 #include "fastboot/storage.h"
@@ -50,6 +51,14 @@ struct DeviceConfig {
   std::vector<OemCommand> oem;
   std::string on_reboot;    // run after reboot*/continue was answered; $1 = target
   std::string on_shutdown;  // run after shutdown was answered
+  // Run before set_active answers, after the slot is saved (hook_env.h).
+  std::string on_set_active;
+  // `fastboot boot`: run after the answer with $1 = the downloaded image,
+  // saved in a temp file (removed when the hook returns). Empty: boot FAILs.
+  std::string on_boot;
+  // --misc PART: set_active writes the slot into PART's bootloader_control,
+  // and the slot variables read it back (misc_slot.h).
+  std::string misc;
   // Longest run of an oem command or a hook; then its process group is killed.
   std::chrono::milliseconds hook_timeout{60000};
   SessionLimits limits;
@@ -58,10 +67,14 @@ struct DeviceConfig {
   // and erase refuse while the critical lock is on (flashing lock_critical,
   // the default; flashing unlock_critical lifts it).
   std::vector<std::string> critical;
+  // --partition-type NAME=ext4|f2fs|raw: what getvar partition-type says
+  // (partition_type.h), whatever the partition holds now.
+  std::vector<PartitionTypeSetting> partition_types;
   bool write_behind = false;
   // Fault the download buffer(s) in on a background thread at start: the
   // daemon then holds max_download_size (x2 with write_behind) from the
-  // start, and no download pays page faults.
+  // start, and no download pays page faults. Off: the buffer's pages are
+  // touched as downloads arrive, so memory grows to the largest download.
   bool prefault = false;
   bool unlock_allowed = true;
 };
@@ -117,12 +130,18 @@ class FastbootDevice {
   // Validates the last download for `p` and writes it (or queues it).
   // *queued tells whether the write goes on in the background. The super
   // partition (Storage::IsSuper) is written before this returns, and its
-  // metadata read again.
+  // metadata read again. Each flash and erase logs one line: partition,
+  // bytes, seconds, rate.
   Status Flash(const Partition& p, const ProgressFn& progress, bool* queued);
   // The bytes of the last download of this session, for commands that take
   // a small file rather than an image (update-super's super_empty.img): a
   // view of the buffer, or of `*scratch` when it landed in pieces.
   Result<std::span<const uint8_t>> DownloadedBytes(std::vector<uint8_t>* scratch) const;
+  // The last download (raw, not sparse) saved in a new file in $TMPDIR (or
+  // /tmp), made with O_EXCL and mode 0600; returns its path.
+  Result<std::string> SaveDownload();
+  // Makes the partition read back as zeros (Storage::Erase), and logs it.
+  Status Erase(const Partition& p);
   // Waits for a write-behind flash and its sync; returns its error once.
   // Thread-safe.
   Status WaitWrites();
@@ -134,6 +153,7 @@ class FastbootDevice {
     Partition partition;
     std::vector<std::span<const uint8_t>> pieces;
     bool sparse = false;
+    uint64_t bytes = 0;  // as downloaded
   };
   void WorkerLoop();
   Status SyncWritten(const std::vector<Partition>& parts);

@@ -315,7 +315,11 @@ Status UsbTransport::ReceiveWindows(DownloadTarget& target) {
     uint64_t posted = 0, consumed = 0;
     bool replan = false;  // a read came back short: the rest of the plan is off
     for (;;) {
-      while (!replan && posted < end && data_reads_.size() < options_.read_depth) {
+      // Past the session's deadline no read is added; once the queued ones
+      // are in, the session judges (a time limit, or the rate floor) and
+      // calls again to go on from there.
+      const bool late = Clock::now() >= deadline();
+      while (!replan && !late && posted < end && data_reads_.size() < options_.read_depth) {
         uint64_t len = posted < settled ? std::min(chunk, settled - posted) : end - posted;
         // The download's last bytes, not whole packets: asked for alone, so
         // that no short read before it can shift a full packet into it.
@@ -325,7 +329,10 @@ Status UsbTransport::ReceiveWindows(DownloadTarget& target) {
         data_reads_.push_back(tag);
         posted += len;
       }
-      if (data_reads_.empty()) break;
+      if (data_reads_.empty()) {
+        if (late) return TimedOut("deadline passed");
+        break;
+      }
       const Request& read = requests_[data_reads_.front()];
       uint8_t* landed = read.buf;
       const size_t asked = read.len;

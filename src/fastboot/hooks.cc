@@ -59,8 +59,22 @@ class LineCap {
   uint64_t dropped_ = 0;
 };
 
+// The daemon's environment with `extra` (NAME=VALUE) added or replacing.
+std::vector<std::string> Environment(const std::vector<std::string>& extra) {
+  std::vector<std::string> out;
+  for (char** e = environ; *e != nullptr; ++e) {
+    std::string_view entry(*e);
+    std::string_view name = entry.substr(0, entry.find('=') + 1);
+    bool replaced = std::any_of(extra.begin(), extra.end(), [&](const std::string& x) { return x.starts_with(name); });
+    if (!replaced) out.emplace_back(entry);
+  }
+  out.insert(out.end(), extra.begin(), extra.end());
+  return out;
+}
+
 // The shell in a process group of its own, with default signal handling.
-Result<pid_t> Spawn(std::vector<std::string> words, int out_fd, const std::string& name) {
+Result<pid_t> Spawn(std::vector<std::string> words, std::vector<std::string> env, int out_fd,
+                    const std::string& name) {
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
   posix_spawn_file_actions_adddup2(&fa, out_fd, 1);
@@ -76,11 +90,13 @@ Result<pid_t> Spawn(std::vector<std::string> words, int out_fd, const std::strin
   sigemptyset(&defaults);
   for (int sig : {SIGPIPE, SIGINT, SIGTERM, SIGHUP, SIGQUIT}) sigaddset(&defaults, sig);
   posix_spawnattr_setsigdefault(&attr, &defaults);
-  std::vector<char*> argv;
+  std::vector<char*> argv, envp;
   for (auto& w : words) argv.push_back(w.data());
   argv.push_back(nullptr);
+  for (auto& e : env) envp.push_back(e.data());
+  envp.push_back(nullptr);
   pid_t pid = 0;
-  int rc = posix_spawn(&pid, "/bin/sh", &fa, &attr, argv.data(), environ);
+  int rc = posix_spawn(&pid, "/bin/sh", &fa, &attr, argv.data(), envp.data());
   posix_spawn_file_actions_destroy(&fa);
   posix_spawnattr_destroy(&attr);
   if (rc != 0) return IoError("spawn /bin/sh for " + name, rc);
@@ -114,14 +130,15 @@ Status CheckHookArgument(std::string_view word) {
 
 Result<HookResult> RunHook(const std::string& command, const std::string& name,
                            const std::vector<std::string>& args, const HookLimits& limits,
-                           const std::function<void(std::string_view line)>& on_line) {
+                           const std::function<void(std::string_view line)>& on_line,
+                           const std::vector<std::string>& env) {
   for (const auto& a : args) FP_RETURN_IF_ERROR(CheckHookArgument(a).WithContext(name));
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) return ErrnoError("pipe");
   UniqueFd rd(fds[0]), wr(fds[1]);
   std::vector<std::string> words = {"/bin/sh", "-c", command, name};
   words.insert(words.end(), args.begin(), args.end());
-  FP_ASSIGN_OR_RETURN(pid_t pid, Spawn(std::move(words), wr.get(), name));
+  FP_ASSIGN_OR_RETURN(pid_t pid, Spawn(std::move(words), Environment(env), wr.get(), name));
   wr.Reset();
 
   HookResult result;

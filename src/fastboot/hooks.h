@@ -4,7 +4,8 @@
 // The command text comes only from the daemon's own flags. Words from the
 // client are passed as arguments ($1..$n), never spliced into the command
 // string, and a word with a control character or a byte outside ASCII is
-// refused (CheckHookArgument) before anything runs.
+// refused (CheckHookArgument) before anything runs. The hook learns the
+// device's state from environment variables (hook_env.h).
 //
 // Every run is bounded. The hook gets its own process group, with default
 // signal handling and an empty signal mask (the daemon blocks SIGINT and
@@ -43,8 +44,11 @@ struct HookResult {
 // kInvalidArgument when `word` holds a byte below 0x20 or above 0x7e.
 Status CheckHookArgument(std::string_view word);
 
+// `env`: NAME=VALUE entries added to the daemon's environment (replacing
+// an entry of the same name), e.g. HookEnvironment() (hook_env.h).
 Result<HookResult> RunHook(const std::string& command, const std::string& name,
                            const std::vector<std::string>& args, const HookLimits& limits,
-                           const std::function<void(std::string_view line)>& on_line);
+                           const std::function<void(std::string_view line)>& on_line,
+                           const std::vector<std::string>& env = {});
 
 }  // namespace flashpipe::fastboot

@@ -28,6 +28,19 @@ TEST(Hooks, ArgumentsArePositionalParametersNotCommandText) {
             std::vector<std::string>{"test|a b|$(id)|;rm x|"});
 }
 
+TEST(Hooks, EnvironmentEntriesAreAddedAndReplaceTheDaemons) {
+  ::setenv("FLASHPIPE_TEST_KEPT", "kept", 1);
+  ::setenv("FLASHPIPE_SLOT", "stale", 1);
+  std::vector<std::string> lines;
+  auto r = RunHook("echo \"$FLASHPIPE_TEST_KEPT $FLASHPIPE_SLOT $FLASHPIPE_NEW\"; env | grep -c '^FLASHPIPE_SLOT='",
+                   "test", {}, {}, [&](std::string_view l) { lines.emplace_back(l); },
+                   {"FLASHPIPE_SLOT=b", "FLASHPIPE_NEW=x=y"});
+  ::unsetenv("FLASHPIPE_TEST_KEPT");
+  ::unsetenv("FLASHPIPE_SLOT");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(lines, (std::vector<std::string>{"kept b x=y", "1"}));
+}
+
 TEST(Hooks, ControlCharactersAndNonAsciiInArgumentsAreRefused) {
   for (const std::string& bad : std::vector<std::string>{"a\nb", std::string("a\0b", 3), "\x1b[2J", "caf\xc3\xa9"}) {
     auto r = RunHook("echo ran", "test", {bad}, {}, [](std::string_view) { ADD_FAILURE() << "the hook ran"; });

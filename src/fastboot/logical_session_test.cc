@@ -14,6 +14,7 @@
 #include "lp/reader.h"
 #include "lp/writer.h"
 #include "testing/fastboot_fakes.h"
+#include "testing/session_runner.h"
 #include "testing/memory_block_io.h"
 #include "testing/sparse_builder.h"
 #include "testing/vector_block_io.h"
@@ -108,17 +109,8 @@ class LogicalSessionTest : public ::testing::Test {
     }
     EXPECT_TRUE(mem_.violations().empty());
   }
-  std::vector<std::string> Run(ScriptedTransport& t) {
-    Status st = Session(device_.get(), &t).Run();
-    EXPECT_TRUE(st.ok()) << st.ToString();
-    return t.Finals();
-  }
-  std::string One(const std::string& command) {
-    ScriptedTransport t;
-    t.Command(command);
-    auto r = Run(t);
-    return r.empty() ? "" : r.back();
-  }
+  std::vector<std::string> Run(ScriptedTransport& t) { return testing::RunSession(device_.get(), t); }
+  std::string One(const std::string& command) { return testing::RunOne(device_.get(), command); }
   std::vector<std::string> Send(const std::vector<uint8_t>& bytes, const std::string& command) {
     ScriptedTransport t;
     t.Command("download:" + Hex8(bytes.size())).Data(bytes).Command(command);
@@ -194,7 +186,7 @@ TEST_F(LogicalSessionTest, AnImageLargerThanThePartitionFailsBeforeWriting) {
   const std::vector<uint8_t> before = mem_.disk();
   auto r = Send(SparseBuilder::RandomBytes(3 * kMiB + 4096, 5), "flash:system_a");
   ASSERT_EQ(r.size(), 2u);
-  EXPECT_EQ(r[1], "FAILimage of 3149824 bytes > partition 'system_a' of 3145728 byt");
+  EXPECT_EQ(r[1], "FAILimage of 3149824 bytes > partition 'system_a' of 3145728...");
   SparseBuilder b(4096);
   b.RawBlocks(1, 1).DontCare(768);
   r = Send(b.Build(), "flash:system_a");
@@ -244,18 +236,18 @@ TEST_F(LogicalSessionTest, ResizeCreateDeleteChangeTheMetadataOnDisk) {
   EXPECT_EQ(lp::FindPartition(OnDisk(0), "odm_a"), nullptr);
   EXPECT_EQ(One("getvar:is-logical:odm_a"), "FAILpartition 'odm_a' not found");
   EXPECT_EQ(One("delete-logical-partition:boot_a"), "FAILlogical partition 'boot_a' not found");
-  EXPECT_EQ(One("resize-logical-partition:system_a:12x"), "FAILresize-logical-partition: size '12x' is not a number of byte");
+  EXPECT_EQ(One("resize-logical-partition:system_a:12x"), "FAILresize-logical-partition");
   EXPECT_EQ(One("resize-logical-partition:system_a"), "FAILresize-logical-partition: expected PARTITION:SIZE");
 
   // No room: a clear FAIL, the reason in INFO lines first; nothing changes.
   const std::vector<uint8_t> before = mem_.disk();
   ScriptedTransport t;
   t.Command("create-logical-partition:huge:100000000");
-  EXPECT_EQ(Run(t), std::vector<std::string>{"FAILnot enough free space for partition huge: 100003840 more byt"});
+  EXPECT_EQ(Run(t), std::vector<std::string>{"FAILnot enough free space for partition huge"});
   std::string info;
-  for (const auto& i : t.Infos()) info += i;
+  for (const auto& i : t.Infos()) info += (info.empty() ? "" : " ") + i;  // broken between words
   EXPECT_EQ(info, "not enough free space for partition huge: 100003840 more bytes needed, 17825792 free");
-  EXPECT_EQ(One("resize-logical-partition:vendor_a:20000000").substr(0, 40), "FAILpartition vendor_a: group main has 6");
+  EXPECT_EQ(One("resize-logical-partition:vendor_a:20000000"), "FAILpartition vendor_a");
   EXPECT_EQ(mem_.disk(), before);
 }
 
@@ -274,7 +266,7 @@ TEST_F(LogicalSessionTest, UpdateSuperRefusalsWriteNothing) {
   const std::vector<uint8_t> before = mem_.disk();
   EXPECT_EQ(One("update-super:super"), "FAILno image downloaded");
   auto r = Send(EmptyImage(Layout({0, 0, 0, 0}, 3)), "update-super:super:wipe");
-  EXPECT_EQ(r[1], "FAILsuper_empty.img's geometry (3 slots of 4096 bytes, 4096-byte");
+  EXPECT_EQ(r[1], "FAILsuper_empty.img's geometry (3 slots of 4096 bytes...");
   std::vector<uint8_t> bad = EmptyImage(Layout({0, 0, 0, 0}));
   bad[4096 + 150] ^= 0x40;
   r = Send(bad, "update-super:super");
@@ -288,7 +280,7 @@ TEST_F(LogicalSessionTest, UpdateSuperRefusalsWriteNothing) {
   spec.devices.push_back({"super", 2 * kSuperSize, 1 << 20, 0});
   spec.metadata_max_size = 4096;
   r = Send(EmptyImage(*lp::Builder::New(spec)->Export()), "update-super:super");
-  EXPECT_EQ(r[1], "FAILsuper_empty.img is for a super of 50331648 bytes, 'super' ha");
+  EXPECT_EQ(r[1], "FAILsuper_empty.img is for a super of 50331648 bytes, 'super'...");
   EXPECT_EQ(mem_.disk(), before);
 }
 
@@ -299,7 +291,7 @@ TEST_F(LogicalSessionTest, LockedRefusesEveryChange) {
                               "delete-logical-partition:system_b", "resize-logical-partition:system_a:0",
                               "erase:system_a", "flash:system_a", "download:00001000"}) {
     std::string r = One(command);
-    EXPECT_NE(r.find("device is locked"), std::string::npos) << command << ": " << r;
+    EXPECT_NE(r.find("locked (fastboot flashing unlock)"), std::string::npos) << command << ": " << r;
   }
   EXPECT_EQ(mem_.disk(), before);
   EXPECT_EQ(One("getvar:is-logical:system_a"), "OKAYyes");
@@ -363,7 +355,7 @@ TEST_F(LogicalSessionTest, FetchReadsALogicalPartitionOnlyInsideItsExtent) {
   EXPECT_EQ(t.sent().front(), "DATA00002000");
   EXPECT_TRUE(t.data() == std::string(vendor.begin() + 0x1000, vendor.begin() + 0x3000));
   ASSERT_EQ(device_->storage().Find("system_a")->extents.size(), 2u);
-  EXPECT_EQ(One("fetch:system_a"), "FAILlogical partition 'system_a' in 2 extents cannot be read bac");
+  EXPECT_EQ(One("fetch:system_a"), "FAILlogical partition 'system_a' in 2 extents cannot be read...");
 }
 
 TEST_F(LogicalSessionTest, SetActiveReadsThatSlotsMetadata) {

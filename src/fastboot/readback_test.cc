@@ -11,6 +11,7 @@
 
 #include "fastboot/session.h"
 #include "testing/fastboot_fakes.h"
+#include "testing/session_runner.h"
 #include "testing/fault_queue.h"
 
 namespace flashpipe::fastboot {
@@ -52,22 +53,9 @@ class ReadbackTest : public ::testing::Test {
                                                PersistentState::InMemory());
   }
 
-  std::vector<std::string> Run(ScriptedTransport& t) {
-    Status st = Session(device_.get(), &t).Run();
-    EXPECT_TRUE(st.ok()) << st.ToString();
-    return t.Finals();
-  }
-  // The final response; for a FAIL whose reason was too long for it, the
-  // whole reason (sent before it as INFO lines).
-  std::string One(const std::string& command) {
-    ScriptedTransport t;
-    t.Command(command);
-    auto r = Run(t);
-    if (r.empty()) return "";
-    std::string said;
-    for (const auto& i : t.Infos()) said += i;
-    return r.back().starts_with("FAIL") && !said.empty() ? "FAIL" + said : r.back();
-  }
+  std::vector<std::string> Run(ScriptedTransport& t) { return testing::RunSession(device_.get(), t); }
+  // The final response; a FAIL's whole reason (sent ahead as INFO lines).
+  std::string One(const std::string& command) { return testing::RunOne(device_.get(), command, /*whole_fail=*/true); }
   std::string Bytes(const std::string& part, uint64_t offset, uint64_t size) {
     for (const auto& p : parts_) {
       if (p.name == part) return std::string(mem_.disk().begin() + p.offset + offset,
@@ -185,10 +173,10 @@ TEST_F(ReadbackTest, LockedDeviceGivesOutNothing) {
   t.Command("fetch:system:0:16").Command("upload").Command("oem stage:system:0:16").Command("oem digest:misc:0:1");
   auto r = Run(t);
   ASSERT_EQ(r.size(), 4u);
-  EXPECT_EQ(r[0], "FAILfetch: device is locked (fastboot flashing unlock)");
-  EXPECT_EQ(r[1], "FAILupload: device is locked (fastboot flashing unlock)");
-  EXPECT_EQ(r[2], "FAILoem stage: device is locked (fastboot flashing unlock)");
-  EXPECT_EQ(r[3], "FAILoem digest: device is locked (fastboot flashing unlock)");
+  EXPECT_EQ(r[0], "FAILfetch: locked (fastboot flashing unlock)");
+  EXPECT_EQ(r[1], "FAILupload: locked (fastboot flashing unlock)");
+  EXPECT_EQ(r[2], "FAILoem stage: locked (fastboot flashing unlock)");
+  EXPECT_EQ(r[3], "FAILoem digest: locked (fastboot flashing unlock)");
   EXPECT_EQ(t.data_phases(), 0);
   EXPECT_EQ(DigestOf(t), "");
   EXPECT_TRUE(mem_.reads().empty());
@@ -201,8 +189,9 @@ TEST_F(ReadbackTest, UploadSendsTheStagedRangeReadNow) {
   ScriptedTransport t;
   t.Command("upload").Command("oem stage:system:0x1000:0x3000").Command("upload");
   auto r = Run(t);
-  EXPECT_EQ(r, (std::vector<std::string>{"FAILnothing staged: oem stage PARTITION[:OFFSET[:SIZE]] or fetch",
-                                         "OKAY", "OKAY"}));
+  // The whole reason went out as INFO lines; the FAIL keeps its first part.
+  EXPECT_EQ(r, (std::vector<std::string>{"FAILnothing staged", "OKAY", "OKAY"}));
+  EXPECT_EQ(t.Infos().front(), "nothing staged: oem stage PARTITION[:OFFSET[:SIZE]] or fetch");
   EXPECT_EQ(t.Infos().back(), "staged 0x3000 bytes of 'system' for upload");
   EXPECT_TRUE(t.data() == Bytes("system", 0x1000, 0x3000));
 

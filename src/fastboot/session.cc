@@ -5,7 +5,9 @@
 #include "base/log.h"
 #include "base/units.h"
 #include "fastboot/hooks.h"
+#include "fastboot/misc_slot.h"
 #include "fastboot/readback.h"
+#include "fastboot/reason_text.h"
 #include "wire/protocol.h"
 
 namespace flashpipe::fastboot {
@@ -22,14 +24,14 @@ using wire::kMaxMessage;
 using wire::Okay;
 using wire::ParseCommand;
 using wire::ParseDownloadSize;
-using wire::SplitForInfo;
 
 // Output of an oem command sent to the client as INFO lines; the rest is
 // counted and dropped.
 constexpr size_t kOemOutputLimit = 4096;
 
+// Short enough that "flashing unlock_critical: ..." fits a FAIL whole.
 Status Locked(std::string_view what) {
-  return InvalidArgument(fmt::format("{}: device is locked (fastboot flashing unlock)", what));
+  return InvalidArgument(fmt::format("{}: locked (fastboot flashing unlock)", what));
 }
 
 // "boot_a" -> "boot"; "" when the name has no slot suffix.
@@ -80,6 +82,7 @@ const Session::CommandSpec Session::kCommands[] = {
     {"reboot-recovery", &Session::DoRebootRecovery, kAllowed, true, false},
     {"continue", &Session::DoContinue, kAllowed, true, false},
     {"shutdown", &Session::DoShutdown, kAllowed, true, false},
+    {"boot", &Session::DoBoot, kRefused, true, false},
     {"oem", &Session::DoOem, kHandlerDecides, true, true},  // only --oem-safe commands
     // Metadata changes wait for write-behind flashes: space they free may be
     // handed to another partition at once.
@@ -98,25 +101,28 @@ const Session::BuiltinOem Session::kBuiltinOems[] = {
 };
 
 const Session::VarSpec Session::kVars[] = {
-    {"version", &Session::VarVersion, false},
-    {"version-bootloader", &Session::VarVersionBootloader, false},
-    {"version-baseband", &Session::VarVersionBaseband, false},
-    {"product", &Session::VarProduct, false},
-    {"serialno", &Session::VarSerialno, false},
-    {"max-download-size", &Session::VarMaxDownloadSize, false},
-    {"current-slot", &Session::VarCurrentSlot, false},
-    {"slot-count", &Session::VarSlotCount, false},
-    {"is-userspace", &Session::VarIsUserspace, false},
-    {"secure", &Session::VarSecure, false},
-    {"unlocked", &Session::VarUnlocked, false},
-    {"logical-block-size", &Session::VarLogicalBlockSize, false},
-    {"erase-block-size", &Session::VarEraseBlockSize, false},
-    {"partition-size", &Session::VarPartitionSize, true},
-    {"partition-type", &Session::VarPartitionType, true},
-    {"has-slot", &Session::VarHasSlot, true},
-    {"is-logical", &Session::VarIsLogical, true},
-    {"super-partition-name", &Session::VarSuperPartitionName, false},
-    {"max-fetch-size", &Session::VarMaxFetchSize, false},
+    {"version", &Session::VarVersion, kDevice},
+    {"version-bootloader", &Session::VarVersionBootloader, kDevice},
+    {"version-baseband", &Session::VarVersionBaseband, kDevice},
+    {"product", &Session::VarProduct, kDevice},
+    {"serialno", &Session::VarSerialno, kDevice},
+    {"max-download-size", &Session::VarMaxDownloadSize, kDevice},
+    {"current-slot", &Session::VarCurrentSlot, kDevice},
+    {"slot-count", &Session::VarSlotCount, kDevice},
+    {"is-userspace", &Session::VarIsUserspace, kDevice},
+    {"secure", &Session::VarSecure, kDevice},
+    {"unlocked", &Session::VarUnlocked, kDevice},
+    {"logical-block-size", &Session::VarLogicalBlockSize, kDevice},
+    {"erase-block-size", &Session::VarEraseBlockSize, kDevice},
+    {"partition-size", &Session::VarPartitionSize, kPartition},
+    {"partition-type", &Session::VarPartitionType, kPartition},
+    {"has-slot", &Session::VarHasSlot, kPartition},
+    {"is-logical", &Session::VarIsLogical, kPartition},
+    {"slot-successful", &Session::VarSlotSuccessful, kSlot},
+    {"slot-unbootable", &Session::VarSlotUnbootable, kSlot},
+    {"slot-retry-count", &Session::VarSlotRetryCount, kSlot},
+    {"super-partition-name", &Session::VarSuperPartitionName, kDevice},
+    {"max-fetch-size", &Session::VarMaxFetchSize, kDevice},
 };
 
 Session::Session(FastbootDevice* device, Transport* transport) : device_(device), transport_(transport) {}
@@ -157,18 +163,25 @@ Result<std::string> Session::EndSession(Status why) {
 
 void Session::RunAfterHooks() {
   const DeviceConfig& config = device_->config();
-  auto run = [&](const std::string& command, const std::string& name, std::vector<std::string> args) {
+  auto run = [&](const std::string& command, const std::string& name, std::vector<std::string> args,
+                 HookContext context) {
     if (command.empty()) return;
     auto log_line = [&](std::string_view line) { log::Debug("{} hook: {}", name, log::Printable(line)); };
-    auto r = RunHook(command, name, args, {.timeout = config.hook_timeout}, log_line);
+    auto r = RunHook(command, name, args, {.timeout = config.hook_timeout}, log_line, HookEnvironment(context));
     if (!r.ok()) log::Warn("{} hook: {}", name, r.status().ToString());
     if (r.ok() && r->timed_out) log::Warn("{} hook killed after {} ms", name, config.hook_timeout.count());
     if (r.ok() && !r->timed_out && r->exit_status != 0) log::Warn("{} hook: exit status {}", name, r->exit_status);
   };
-  if (after_ == After::kReboot) run(config.on_reboot, "reboot", {reboot_target_});
+  if (after_ == After::kReboot) run(config.on_reboot, "reboot", {reboot_target_}, HookState("reboot"));
   if (after_ == After::kShutdown) {
-    run(config.on_shutdown, "shutdown", {});
+    run(config.on_shutdown, "shutdown", {}, HookState("shutdown"));
     if (config.exit_on_shutdown) device_->RequestExit();
+  }
+  if (after_ == After::kBoot) {
+    HookContext context = HookState("boot");
+    context.extra.push_back("FLASHPIPE_IMAGE=" + boot_image_);
+    run(config.on_boot, "boot", {boot_image_}, context);
+    ::unlink(boot_image_.c_str());  // a kexec that worked never comes back here
   }
 }
 
@@ -199,9 +212,9 @@ Status Session::Reply(const Result<std::string>& result) {
     log::Debug("{}: FAIL {}", transport_->peer(), log::Printable(reason));
   }
   if (reason.size() > kMaxMessage) {
-    for (const auto& piece : SplitForInfo(reason)) FP_RETURN_IF_ERROR(transport_->Send(Info(piece)));
+    for (const auto& line : WrapWords(reason, kMaxMessage)) FP_RETURN_IF_ERROR(transport_->Send(Info(line)));
   }
-  return transport_->Send(Fail(reason));
+  return transport_->Send(Fail(ShortReason(reason, kMaxMessage)));
 }
 
 Status Session::SendInfo(std::string_view message) {
@@ -215,6 +228,47 @@ bool Session::HasSlots() const {
     if (!SlotBase(p.name).empty()) return true;
   }
   return false;
+}
+
+HookContext Session::HookState(std::string_view hook) {
+  const DeviceConfig& config = device_->config();
+  const PersistentState& state = device_->state();
+  HookContext c{.hook = hook, .serialno = config.serialno, .product = config.product,
+                .slot = HasSlots() ? ActiveSlot() : '\0', .locked = state.locked(),
+                .critical_locked = state.critical_locked()};
+  return c;
+}
+
+const Partition* Session::Misc() const {
+  const std::string& name = device_->config().misc;
+  return name.empty() ? nullptr : device_->storage().Find(name);
+}
+
+Result<BootControlBytes> Session::BootControl() {
+  const Partition* misc = Misc();
+  if (misc == nullptr) return Unsupported("no misc partition (serve --misc PART)");
+  auto block = ReadBootControl(device_->storage(), *misc);
+  if (block.ok() || block.status().code() != Code::kNotFound) return block;
+  return DefaultBootControl(2, static_cast<unsigned>(device_->state().slot() - 'a'));
+}
+
+Result<SlotMetadata> Session::MiscSlot(std::string_view slot) {
+  if (slot.size() == 2 && slot[0] == '_') slot.remove_prefix(1);
+  if (slot != "a" && slot != "b") return InvalidArgument(fmt::format("slot '{}' is not a or b", slot.substr(0, 20)));
+  FP_ASSIGN_OR_RETURN(BootControlBytes block, BootControl());
+  return GetSlot(block, static_cast<unsigned>(slot[0] - 'a'));
+}
+
+char Session::ActiveSlot() {
+  char slot = device_->state().slot();
+  if (Misc() == nullptr) return slot;
+  auto block = BootControl();
+  if (!block.ok()) {
+    log::Warn("current-slot: {}; answering the state file's slot", block.status().ToString());
+    return slot;
+  }
+  int next = NextBootSlot(*block, static_cast<unsigned>(slot - 'a'));
+  return next < 0 ? slot : static_cast<char>('a' + next);
 }
 
 // A partition by its name, or by its base name plus the current slot.
@@ -246,7 +300,7 @@ Result<const Partition*> Session::ResolveWritable(const std::string& name) {
 Result<std::string> Session::DoGetvar(const std::string& arg) {
   if (arg == "all") return DoGetvarAll();
   for (const auto& var : kVars) {
-    if (var.per_partition) {
+    if (var.scope != kDevice) {
       if (arg.size() > var.name.size() && arg.compare(0, var.name.size(), var.name) == 0 &&
           arg[var.name.size()] == ':') {
         return (this->*var.get)(std::string_view(arg).substr(var.name.size() + 1));
@@ -264,12 +318,14 @@ Result<std::string> Session::DoGetvarAll() {
     std::string base(SlotBase(p.name).empty() ? std::string_view(p.name) : SlotBase(p.name));
     if (std::find(bases.begin(), bases.end(), base) == bases.end()) bases.push_back(base);
   }
+  std::vector<std::string> names;
+  for (const auto& p : device_->storage().partitions()) names.push_back(p.name);
+  std::vector<std::string> slots;
+  if (HasSlots() && Misc() != nullptr) slots = {"a", "b"};
   for (const auto& var : kVars) {
-    if (var.per_partition) {
+    if (var.scope != kDevice) {
       bool by_base = var.get == &Session::VarHasSlot;
-      std::vector<std::string> names;
-      for (const auto& p : device_->storage().partitions()) names.push_back(p.name);
-      for (const auto& name : by_base ? bases : names) {
+      for (const auto& name : var.scope == kSlot ? slots : by_base ? bases : names) {
         auto v = (this->*var.get)(name);
         std::string line = v.ok() ? fmt::format("{}:{}:{}", var.name, name, *v) : std::string();
         if (line.size() > kMaxMessage && v->starts_with("0x")) {
@@ -340,18 +396,31 @@ Result<std::string> Session::DoFlash(const std::string& arg) {
 
 Result<std::string> Session::DoErase(const std::string& arg) {
   FP_ASSIGN_OR_RETURN(const Partition* p, ResolveWritable(arg));
-  FP_RETURN_IF_ERROR(device_->storage().Erase(*p));
+  FP_RETURN_IF_ERROR(device_->Erase(*p));
   return std::string();
 }
 
+// Misc first (what the bootloader reads), then the state file, then the
+// hook, which sees the slot already saved.
 Result<std::string> Session::DoSetActive(const std::string& arg) {
   std::string_view slot = arg;
   if (slot.size() == 2 && slot[0] == '_') slot.remove_prefix(1);
   if (slot != "a" && slot != "b") return InvalidArgument(fmt::format("slot '{}' is not a or b", arg.substr(0, 20)));
   if (!HasSlots()) return Unsupported("device has no A/B partitions");
+  char previous = ActiveSlot();
+  const Partition* misc = Misc();
+  if (misc != nullptr) FP_RETURN_IF_ERROR(WriteActiveSlot(device_->storage(), *misc, slot[0], previous));
   FP_RETURN_IF_ERROR(device_->state().SetSlot(slot[0]));
   if (DynamicPartitions* d = device_->storage().dynamic()) d->SelectSlot(slot[0]);
-  return std::string();
+  log::Info("{}: set_active {} (was {}){}", transport_->peer(), slot, previous,
+            misc != nullptr ? fmt::format(", misc '{}' written", misc->name) : "");
+  const std::string& hook = device_->config().on_set_active;
+  if (hook.empty()) return std::string();
+  HookContext context = HookState("set-active");
+  context.partition = misc;
+  if (misc != nullptr) context.partition_path = device_->storage().path(*misc);
+  context.extra.push_back(fmt::format("FLASHPIPE_PREVIOUS_SLOT={}", previous));
+  return RunClientHook(hook, "set_active hook", "set-active", {std::string(slot)}, HookEnvironment(context));
 }
 
 Result<std::string> Session::DoFlashing(const std::string& arg) {
@@ -376,7 +445,14 @@ Result<std::string> Session::DoFlashing(const std::string& arg) {
       log::Warn("flashing {}: {}", op.arg, st.ToString());
       return st.WithContext(fmt::format("flashing {}", op.arg));
     }
-    log::Info("{}: flashing {}: {}", transport_->peer(), op.arg, device_->state().Describe());
+    const PersistentState& state = device_->state();
+    log::Info("{}: flashing {}: {}", transport_->peer(), op.arg, state.Describe());
+    // The client prints it as "(bootloader) device now locked, ...".
+    if (!SendInfo(fmt::format("device now {}, critical partitions {}", state.locked() ? "locked" : "unlocked",
+                              state.critical_locked() ? "locked" : "unlocked"))
+             .ok()) {
+      return transport_error_;
+    }
     return std::string();
   }
   if (arg == "get_unlock_ability") {
@@ -431,26 +507,53 @@ Result<std::string> Session::DoOem(const std::string& arg) {
   if (oem == config.oem.end()) return Unsupported(fmt::format("oem {}: not configured", words[0].substr(0, 40)));
   if (device_->state().locked() && !oem->allowed_locked) return Locked(fmt::format("oem {}", oem->name));
   std::vector<std::string> args(words.begin() + 1, words.end());
+  return RunClientHook(oem->command, "oem " + oem->name, oem->name, args, HookEnvironment(HookState("oem")));
+}
+
+Result<std::string> Session::RunClientHook(const std::string& command, const std::string& what,
+                                           const std::string& name, const std::vector<std::string>& args,
+                                           const std::vector<std::string>& env) {
+  const DeviceConfig& config = device_->config();
   HookLimits limits{.timeout = config.hook_timeout, .output_limit = kOemOutputLimit};
   limits.cancelled = [this] { return !transport_error_.ok() || transport_->ClientGone(); };
   auto to_client = [this](std::string_view line) {
-    for (const auto& piece : SplitForInfo(line)) (void)SendInfo(piece);
+    if (line.size() <= kMaxMessage) {
+      (void)SendInfo(line);  // as the command wrote it, spaces and all
+      return;
+    }
+    for (const auto& piece : WrapWords(line, kMaxMessage)) (void)SendInfo(piece);
   };
-  FP_ASSIGN_OR_RETURN(HookResult r, RunHook(oem->command, oem->name, args, limits, to_client));
+  FP_ASSIGN_OR_RETURN(HookResult r, RunHook(command, name, args, limits, to_client, env));
   if (r.cancelled && transport_error_.ok()) {
-    transport_error_ = Cancelled(fmt::format("client gone during oem {}", oem->name));
+    transport_error_ = Cancelled(fmt::format("client gone during {}", what));
   }
   if (!transport_error_.ok()) return transport_error_;
   if (r.dropped_bytes > 0) {
-    (void)SendInfo(fmt::format("oem {}: {} more bytes of output dropped", oem->name, r.dropped_bytes));
+    (void)SendInfo(fmt::format("{}: {} more bytes of output dropped", what, r.dropped_bytes));
   }
   if (r.timed_out) {
-    log::Warn("{}: oem {} killed after {} ms", transport_->peer(), oem->name, config.hook_timeout.count());
-    return TimedOut(fmt::format("oem {}: killed after {} s", oem->name, config.hook_timeout.count() / 1000));
+    log::Warn("{}: {} killed after {} ms", transport_->peer(), what, config.hook_timeout.count());
+    return TimedOut(fmt::format("{}: killed after {} s", what, config.hook_timeout.count() / 1000));
   }
   if (r.exit_status != 0) {
-    return Status(Code::kIoError, fmt::format("oem {}: exit status {}", oem->name, r.exit_status));
+    return Status(Code::kIoError, fmt::format("{}: exit status {}", what, r.exit_status));
   }
+  return std::string();
+}
+
+Result<std::string> Session::DoBoot(const std::string&) {
+  if (device_->config().on_boot.empty()) {
+    // The FAIL must stay whole in 64 bytes; the details go first as INFO.
+    if (!SendInfo("to run an image: fastboot flash boot IMAGE, then fastboot reboot").ok() ||
+        !SendInfo("(or start flashpipe serve with --on-boot COMMAND, e.g. kexec)").ok()) {
+      return transport_error_;
+    }
+    return Unsupported("boot: not supported: flash boot, then reboot");
+  }
+  auto saved = device_->SaveDownload();
+  if (!saved.ok()) return saved.status().WithContext("boot");
+  boot_image_ = *saved;
+  after_ = After::kBoot;
   return std::string();
 }
 
@@ -564,7 +667,7 @@ Result<std::string> Session::VarMaxDownloadSize(std::string_view) {
 }
 Result<std::string> Session::VarCurrentSlot(std::string_view) {
   if (!HasSlots()) return Unsupported("device has no A/B partitions");
-  return std::string(1, device_->state().slot());
+  return std::string(1, ActiveSlot());
 }
 Result<std::string> Session::VarSlotCount(std::string_view) { return std::string(HasSlots() ? "2" : "0"); }
 // A daemon with a super is userspace fastboot from the start: the client
@@ -594,7 +697,8 @@ Result<std::string> Session::VarPartitionSize(std::string_view partition) {
 }
 Result<std::string> Session::VarPartitionType(std::string_view partition) {
   FP_ASSIGN_OR_RETURN(const Partition* p, Resolve(std::string(partition)));
-  return device_->storage().ProbeType(*p);
+  return ChoosePartitionType(p->name, p->type_guid, device_->config().partition_types,
+                             [&] { return device_->storage().ProbeType(*p); });
 }
 Result<std::string> Session::VarHasSlot(std::string_view partition) {
   std::string name(partition);
@@ -613,6 +717,19 @@ Result<std::string> Session::VarMaxFetchSize(std::string_view) {
 Result<std::string> Session::VarIsLogical(std::string_view partition) {
   FP_ASSIGN_OR_RETURN(const Partition* p, Resolve(std::string(partition)));
   return std::string(p->logical ? "yes" : "no");
+}
+
+Result<std::string> Session::VarSlotSuccessful(std::string_view slot) {
+  FP_ASSIGN_OR_RETURN(SlotMetadata m, MiscSlot(slot));
+  return std::string(m.successful_boot ? "yes" : "no");
+}
+Result<std::string> Session::VarSlotUnbootable(std::string_view slot) {
+  FP_ASSIGN_OR_RETURN(SlotMetadata m, MiscSlot(slot));
+  return std::string(IsBootable(m) ? "no" : "yes");
+}
+Result<std::string> Session::VarSlotRetryCount(std::string_view slot) {
+  FP_ASSIGN_OR_RETURN(SlotMetadata m, MiscSlot(slot));
+  return std::to_string(m.tries_remaining);
 }
 
 }  // namespace flashpipe::fastboot

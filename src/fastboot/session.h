@@ -34,10 +34,13 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "base/status.h"
+#include "fastboot/boot_control.h"
 #include "fastboot/device.h"
 #include "fastboot/dynamic_partitions.h"
+#include "fastboot/hook_env.h"
 #include "fastboot/transport.h"
 
 namespace flashpipe::fastboot {
@@ -67,12 +70,15 @@ class Session {
     bool waits_for_writes;
     bool takes_argument;
   };
+  // kPartition and kSlot take NAME after a colon (getvar:partition-size:boot,
+  // getvar:slot-successful:a); getvar all lists them per partition, per slot.
+  enum Scope { kDevice, kPartition, kSlot };
   struct VarSpec {
     std::string_view name;
     Getter get;
-    bool per_partition;
+    Scope scope;
   };
-  enum class After { kContinue, kEndSession, kReboot, kShutdown };
+  enum class After { kContinue, kEndSession, kReboot, kShutdown, kBoot };
   using OemHandler = Result<std::string> (Session::*)(const std::string& range);
   struct BuiltinOem {
     std::string_view name;
@@ -88,6 +94,19 @@ class Session {
   Result<const Partition*> Resolve(const std::string& name);
   Result<const Partition*> ResolveWritable(const std::string& name);
   bool HasSlots() const;
+  // The device's state for a hook (hook_env.h); the slot is ActiveSlot().
+  HookContext HookState(std::string_view hook);
+  // Runs `command` now, its output going to the client as INFO lines;
+  // `what` names it in the FAIL ("oem NAME", "set_active hook").
+  Result<std::string> RunClientHook(const std::string& command, const std::string& what, const std::string& name,
+                                    const std::vector<std::string>& args, const std::vector<std::string>& env);
+  // With --misc: its partition; else nullptr.
+  const Partition* Misc() const;
+  // Misc's boot control block, or what the HAL would write over a missing one.
+  Result<BootControlBytes> BootControl();
+  Result<SlotMetadata> MiscSlot(std::string_view slot);
+  // The slot to boot next: from misc with --misc, else the state file's.
+  char ActiveSlot();
 
   Result<std::string> DoGetvar(const std::string& arg);
   Result<std::string> DoGetvarAll();
@@ -102,6 +121,7 @@ class Session {
   Result<std::string> DoRebootRecovery(const std::string& arg);
   Result<std::string> DoContinue(const std::string& arg);
   Result<std::string> DoShutdown(const std::string& arg);
+  Result<std::string> DoBoot(const std::string& arg);
   Result<std::string> DoOem(const std::string& arg);
   // session_logical.cc
   Result<std::string> DoUpdateSuper(const std::string& arg);
@@ -138,6 +158,9 @@ class Session {
   Result<std::string> VarPartitionType(std::string_view partition);
   Result<std::string> VarHasSlot(std::string_view partition);
   Result<std::string> VarIsLogical(std::string_view partition);
+  Result<std::string> VarSlotSuccessful(std::string_view slot);
+  Result<std::string> VarSlotUnbootable(std::string_view slot);
+  Result<std::string> VarSlotRetryCount(std::string_view slot);
   Result<std::string> VarMaxFetchSize(std::string_view);
 
   static const CommandSpec kCommands[];
@@ -148,6 +171,7 @@ class Session {
   Transport* transport_;
   After after_ = After::kContinue;
   std::string reboot_target_;
+  std::string boot_image_;  // the file `boot` saved, for the boot hook
   Status transport_error_;
   Status end_status_;  // why the session was ended early (a time limit)
   Transport::Deadline deadline_ = Transport::Deadline::max();

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "testing/fastboot_fakes.h"
+#include "testing/session_runner.h"
 #include "testing/fault_queue.h"
 #include "testing/process.h"
 #include "testing/sparse_builder.h"
@@ -43,18 +44,8 @@ class SessionTest : public ::testing::Test {
                                                PersistentState::InMemory());
   }
 
-  // Runs one session over the script; returns the non-INFO responses.
-  std::vector<std::string> Run(ScriptedTransport& t) {
-    Status st = Session(device_.get(), &t).Run();
-    EXPECT_TRUE(st.ok()) << st.ToString();
-    return t.Finals();
-  }
-  std::string One(const std::string& command) {
-    ScriptedTransport t;
-    t.Command(command);
-    auto r = Run(t);
-    return r.empty() ? "" : r.back();
-  }
+  std::vector<std::string> Run(ScriptedTransport& t) { return testing::RunSession(device_.get(), t); }
+  std::string One(const std::string& command) { return testing::RunOne(device_.get(), command); }
   std::vector<uint8_t> Bytes(const Partition& p) {
     return {mem_.disk().begin() + p.offset, mem_.disk().begin() + p.offset + p.size};
   }
@@ -102,6 +93,23 @@ TEST_F(SessionTest, GetvarEachVariable) {
   EXPECT_EQ(One("getvar:unlocked"), "OKAYyes");
   EXPECT_EQ(One("getvar:logical-block-size"), "OKAY0x200");
   EXPECT_EQ(One("getvar:erase-block-size"), "OKAY0x1000");
+}
+
+// The client formats (fastboot -w, format) only what partition-type calls
+// ext4 or f2fs: configuration and the GPT type decide, not the content.
+TEST_F(SessionTest, PartitionTypeFromConfigurationAndGptType) {
+  // Android data: DC76DDA9-5AC1-491C-AF42-A82591580C0D, as stored on disk.
+  parts_.push_back({"userdata", 0, 6 * kMiB, kMiB,
+                    {0xA9, 0xDD, 0x76, 0xDC, 0xC1, 0x5A, 0x1C, 0x49, 0xAF, 0x42, 0xA8, 0x25, 0x91, 0x58, 0x0C, 0x0D}});
+  io::Geometry g{.size = mem_.disk().size(), .logical_block = 512, .physical_block = 4096,
+                 .mem_align = 512, .offset_align = 512, .max_request = kMiB, .direct = false};
+  DeviceConfig config{.max_download_size = 2 * kMiB};
+  config.partition_types = {{"boot", "f2fs"}, {"system", "ext4"}};
+  device_ = std::make_unique<FastbootDevice>(config, Storage::ForQueue(&mem_, g, parts_), PersistentState::InMemory());
+  EXPECT_EQ(One("getvar:partition-type:userdata"), "OKAYext4");  // holds nothing: its GPT type says
+  EXPECT_EQ(One("getvar:partition-type:system"), "OKAYext4");    // configured
+  EXPECT_EQ(One("getvar:partition-type:boot_b"), "OKAYf2fs");    // configured by base name
+  EXPECT_EQ(One("getvar:partition-type:misc"), "OKAYraw");       // neither: the content (nothing)
 }
 
 TEST_F(SessionTest, GetvarFailures) {
@@ -184,11 +192,16 @@ TEST_F(SessionTest, WrongCrc32ChunkFailsAndNothingIsWritten) {
   SparseBuilder b(4096);
   b.RawBlocks(3, 1).Fill(4, 0x11223344).CrcValue(0x12345678).RawBlocks(1, 2);
   auto simg = b.Build();
-  auto r = Flash("system", simg, 777);
+  ScriptedTransport t;
+  t.SetMaxSlice(777);
+  t.Command("download:" + Hex8(simg.size())).Data(simg).Command("flash:system");
+  auto r = Run(t);
   ASSERT_EQ(r.size(), 2u);
   EXPECT_EQ(r[0], "OKAY");
-  EXPECT_TRUE(r[1].rfind("FAILinvalid sparse image: chunk 2", 0) == 0) << r[1];
-  EXPECT_NE(r[1].find("CRC32"), std::string::npos) << r[1];
+  EXPECT_EQ(r[1], "FAILinvalid sparse image: chunk 2 at input byte 0x3038");
+  std::string infos;
+  for (const auto& line : t.Infos()) infos += line + " ";
+  EXPECT_NE(infos.find("CRC32 0x12345678 != 0x8dafdacc"), std::string::npos) << infos;
   auto got = Bytes(parts_[2]);
   EXPECT_TRUE(std::all_of(got.begin(), got.end(), [](uint8_t x) { return x == kGuard; }));
 }
@@ -274,9 +287,9 @@ TEST_F(SessionTest, SetActiveSelectsTheSlotForUnsuffixedNames) {
 TEST_F(SessionTest, LockedDeviceRefusesDownloadFlashErase) {
   EXPECT_EQ(One("flashing lock"), "OKAY");
   EXPECT_EQ(One("getvar:unlocked"), "OKAYno");
-  EXPECT_EQ(One("download:00001000"), "FAILdownload: device is locked (fastboot flashing unlock)");
-  EXPECT_EQ(One("flash:system"), "FAILflash: device is locked (fastboot flashing unlock)");
-  EXPECT_EQ(One("erase:system"), "FAILerase: device is locked (fastboot flashing unlock)");
+  EXPECT_EQ(One("download:00001000"), "FAILdownload: locked (fastboot flashing unlock)");
+  EXPECT_EQ(One("flash:system"), "FAILflash: locked (fastboot flashing unlock)");
+  EXPECT_EQ(One("erase:system"), "FAILerase: locked (fastboot flashing unlock)");
   ScriptedTransport t;
   t.Command("flashing get_unlock_ability");
   EXPECT_EQ(Run(t), std::vector<std::string>{"OKAY"});
@@ -379,10 +392,12 @@ TEST_F(SessionTest, LongFailureReasonGoesOutAsInfoThenShortFail) {
   t.Command("download:" + Hex8(simg.size())).Data(simg).Command("flash:system");
   Run(t);
   for (const auto& s : t.sent()) EXPECT_LE(s.size(), wire::kMaxResponse);
+  // INFO lines broken between words: joined with spaces they are the reason.
   std::string joined;
-  for (const auto& i : t.Infos()) joined += i;
-  EXPECT_NE(joined.find("chunk 1"), std::string::npos) << joined;
-  EXPECT_TRUE(t.Finals().back().rfind("FAILinvalid sparse image", 0) == 0);
+  for (const auto& i : t.Infos()) joined += (joined.empty() ? "" : " ") + i;
+  EXPECT_EQ(joined, "invalid sparse image: chunk 1 at input byte 0x1028: unknown chunk type 0xbeef");
+  // The FAIL: the whole leading parts that fit, not 60 bytes cut anywhere.
+  EXPECT_EQ(t.Finals().back(), "FAILinvalid sparse image: chunk 1 at input byte 0x1028");
 }
 
 TEST_F(SessionTest, WriteBehindQueuesAndGetvarWaits) {
@@ -461,26 +476,32 @@ TEST_F(SessionTest, WriteBehindErrorIsReportedByTheNextCommand) {
 TEST_F(SessionTest, LockedRefusesEveryCommandThatChangesTheDevice) {
   testing::TempDir dir;
   std::string marker = dir / "ran";
-  Make({.oem = {{"touch", "touch " + marker}, {"info", "echo info", /*allowed_locked=*/true}}});
+  Make({.oem = {{"touch", "touch " + marker}, {"info", "echo info", /*allowed_locked=*/true}},
+        .on_set_active = "touch " + marker, .on_boot = "touch " + marker, .misc = "misc"});
   EXPECT_EQ(One("flashing lock"), "OKAY");
-  EXPECT_EQ(One("set_active:b"), "FAILset_active: device is locked (fastboot flashing unlock)");
+  EXPECT_EQ(One("boot"), "FAILboot: locked (fastboot flashing unlock)");
+  EXPECT_EQ(Bytes(parts_[3])[2048], kGuard) << "a refused set_active wrote misc";
+  EXPECT_EQ(One("set_active:b"), "FAILset_active: locked (fastboot flashing unlock)");
   EXPECT_EQ(One("getvar:current-slot"), "OKAYa");
-  EXPECT_EQ(One("flashing unlock_critical"), "FAILflashing unlock_critical: device is locked (fastboot flashin");
+  EXPECT_EQ(Bytes(parts_[3])[2048], kGuard) << "a refused set_active wrote misc";
+  EXPECT_EQ(One("flashing unlock_critical"), "FAILflashing unlock_critical: locked (fastboot flashing unlock)");
   EXPECT_TRUE(device_->state().critical_locked());
-  EXPECT_EQ(One("oem touch"), "FAILoem touch: device is locked (fastboot flashing unlock)");
+  EXPECT_EQ(One("oem touch"), "FAILoem touch: locked (fastboot flashing unlock)");
   EXPECT_NE(access(marker.c_str(), F_OK), 0) << "a refused oem command ran";
-  EXPECT_EQ(One("download:00001000"), "FAILdownload: device is locked (fastboot flashing unlock)");
-  EXPECT_EQ(One("flash:system"), "FAILflash: device is locked (fastboot flashing unlock)");
-  EXPECT_EQ(One("erase:system"), "FAILerase: device is locked (fastboot flashing unlock)");
+  EXPECT_EQ(One("download:00001000"), "FAILdownload: locked (fastboot flashing unlock)");
+  EXPECT_EQ(One("flash:system"), "FAILflash: locked (fastboot flashing unlock)");
+  EXPECT_EQ(One("erase:system"), "FAILerase: locked (fastboot flashing unlock)");
   EXPECT_EQ(One("oem info"), "OKAY");  // marked safe (--oem-safe)
   EXPECT_EQ(One("getvar:unlocked"), "OKAYno");
   EXPECT_EQ(One("flashing lock_critical"), "OKAY");
   EXPECT_EQ(One("reboot-bootloader"), "OKAY");
   EXPECT_EQ(One("flashing unlock"), "OKAY");
-  EXPECT_EQ(One("set_active:b"), "OKAY");
+  EXPECT_EQ(access(marker.c_str(), F_OK), -1) << "a refused hook ran";
+  EXPECT_EQ(mem_.bytes_written(), 0u);
+  EXPECT_EQ(One("set_active:b"), "OKAY");  // unlocked: misc's block written, 512 bytes
+  EXPECT_EQ(mem_.bytes_written(), 512u);
   EXPECT_EQ(One("oem touch"), "OKAY");
   EXPECT_EQ(access(marker.c_str(), F_OK), 0);
-  EXPECT_EQ(mem_.bytes_written(), 0u);
 }
 
 // A download belongs to the session that made it: the next session (another
@@ -626,9 +647,163 @@ TEST_F(SessionTest, ALockThatCannotBeSavedIsReportedAndStillHolds) {
   ASSERT_EQ(r.size(), 1u);
   EXPECT_TRUE(r[0].rfind("FAILflashing lock: not saved", 0) == 0) << r[0];
   EXPECT_EQ(One("getvar:unlocked"), "OKAYno");
-  EXPECT_EQ(One("erase:system"), "FAILerase: device is locked (fastboot flashing unlock)");
+  EXPECT_EQ(One("erase:system"), "FAILerase: locked (fastboot flashing unlock)");
   EXPECT_TRUE(One("flashing unlock").rfind("FAILflashing unlock: not changed", 0) == 0);
   EXPECT_EQ(One("getvar:unlocked"), "OKAYno");
+}
+
+// --- misc, set_active hook, boot ---------------------------------------------
+
+class MiscSessionTest : public SessionTest {
+ protected:
+  static constexpr uint64_t kAt = 2048;  // bootloader_control in misc
+  BootControlBytes Block() {
+    const Partition& misc = parts_[3];
+    BootControlBytes b;
+    std::copy_n(mem_.disk().begin() + misc.offset + kAt, b.size(), b.begin());
+    return b;
+  }
+  void PutBlock(BootControlBytes b) {
+    uint32_t crc = BootControlCrc(b);
+    for (int i = 0; i < 4; ++i) b[28 + i] = static_cast<uint8_t>(crc >> (8 * i));
+    std::copy(b.begin(), b.end(), mem_.disk().begin() + parts_[3].offset + kAt);
+  }
+};
+
+TEST_F(MiscSessionTest, SetActiveWritesMiscAndTheSlotVariablesReadIt) {
+  Make({.misc = "misc"});
+  EXPECT_EQ(One("set_active:b"), "OKAY");
+  BootControlBytes b = Block();
+  ASSERT_TRUE(HasValidBootControl(b));
+  EXPECT_EQ(b[1], 'b');
+  EXPECT_EQ(GetSlot(b, 1).priority, 15u);
+  EXPECT_EQ(GetSlot(b, 1).tries_remaining, 6u);
+  EXPECT_EQ(One("getvar:current-slot"), "OKAYb");
+  EXPECT_EQ(One("getvar:slot-retry-count:b"), "OKAY6");
+  EXPECT_EQ(One("getvar:slot-successful:a"), "OKAYyes");  // the slot it ran from
+  EXPECT_EQ(One("getvar:slot-successful:b"), "OKAYno");
+  EXPECT_EQ(One("getvar:slot-unbootable:b"), "OKAYno");
+  EXPECT_EQ(One("getvar:slot-retry-count:c"), "FAILslot 'c' is not a or b");
+  // Only the block changed in misc; nothing outside the partitions.
+  auto misc = Bytes(parts_[3]);
+  for (size_t i = 0; i < misc.size(); ++i) {
+    if (i < kAt || i >= kAt + 32) ASSERT_EQ(misc[i], kGuard) << "misc byte " << i;
+  }
+  ExpectGuardsIntact();
+}
+
+// What the bootloader left in misc wins over the state file.
+TEST_F(MiscSessionTest, CurrentSlotIsReadBackFromMisc) {
+  testing::TempDir dir;
+  std::string out = dir / "slot";
+  Make({.on_reboot = "echo $FLASHPIPE_SLOT > " + out, .misc = "misc"});
+  EXPECT_EQ(One("set_active:b"), "OKAY");
+  BootControlBytes b = Block();
+  b[14] = 0x0f;  // b: no tries left, never booted: the bootloader falls back to a
+  PutBlock(b);
+  EXPECT_EQ(One("getvar:current-slot"), "OKAYa");
+  EXPECT_EQ(One("getvar:slot-unbootable:b"), "OKAYyes");
+  EXPECT_EQ(One("getvar:slot-retry-count:b"), "OKAY0");
+  EXPECT_EQ(One("reboot"), "OKAY");
+  auto text = testing::ReadFile(out);
+  EXPECT_EQ(std::string(text.begin(), text.end()), "a\n") << "the reboot hook's slot is the one that boots";
+}
+
+TEST_F(MiscSessionTest, WithoutMiscTheSlotVariablesAreUnsupported) {
+  EXPECT_EQ(One("getvar:slot-successful:a"), "FAILno misc partition (serve --misc PART)");
+  EXPECT_EQ(One("set_active:b"), "OKAY");
+  EXPECT_EQ(Bytes(parts_[3])[kAt], kGuard);
+  ScriptedTransport t;
+  t.Command("getvar:all");
+  Run(t);
+  for (const auto& line : t.Infos()) EXPECT_FALSE(line.starts_with("slot-successful")) << line;
+}
+
+TEST_F(MiscSessionTest, GetvarAllListsTheSlotVariablesPerSlot) {
+  Make({.misc = "misc"});
+  ScriptedTransport t;
+  t.Command("getvar:all");
+  Run(t);
+  auto infos = t.Infos();
+  for (const char* line : {"slot-successful:a:yes", "slot-successful:b:no", "slot-unbootable:a:no",
+                           "slot-retry-count:b:7"}) {
+    EXPECT_NE(std::find(infos.begin(), infos.end(), line), infos.end()) << line;
+  }
+}
+
+TEST_F(MiscSessionTest, SetActiveHookSeesTheNewSlotAndMisc) {
+  Make({.serialno = "SER1",
+        .on_set_active = "echo \"$1 $FLASHPIPE_HOOK $FLASHPIPE_SLOT$FLASHPIPE_SLOT_SUFFIX "
+                         "$FLASHPIPE_PREVIOUS_SLOT $FLASHPIPE_PARTITION $FLASHPIPE_PARTITION_OFFSET "
+                         "$FLASHPIPE_PARTITION_SIZE $FLASHPIPE_SERIALNO $FLASHPIPE_LOCKED\"",
+        .misc = "misc"});
+  ScriptedTransport t;
+  t.Command("set_active:b");
+  EXPECT_EQ(Run(t), std::vector<std::string>{"OKAY"});
+  EXPECT_EQ(t.Infos(), std::vector<std::string>{fmt::format("b set-active b_b a misc {} {} SER1 0", parts_[3].offset,
+                                                            parts_[3].size)});
+  Make({.on_set_active = "exit 4"});
+  EXPECT_EQ(One("set_active:b"), "FAILset_active hook: exit status 4");
+}
+
+TEST_F(MiscSessionTest, CorruptMiscIsRebuiltFromTheHalsDefaults) {
+  Make({.misc = "misc"});
+  BootControlBytes b = DefaultBootControl(2, 0);
+  b[20] = 1;  // CRC no longer matches
+  std::copy(b.begin(), b.end(), mem_.disk().begin() + parts_[3].offset + kAt);
+  EXPECT_EQ(One("getvar:slot-retry-count:a"), "OKAY7");
+  EXPECT_EQ(One("set_active:b"), "OKAY");
+  b = Block();
+  ASSERT_TRUE(HasValidBootControl(b));
+  EXPECT_EQ(b[20], 0);
+  EXPECT_EQ(NextBootSlot(b, 0), 1);
+}
+
+TEST_F(SessionTest, BootWithoutAHookIsRefusedWithWhatToDo) {
+  auto image = SparseBuilder::RandomBytes(4096, 3);
+  ScriptedTransport t;
+  t.Command("download:" + Hex8(image.size())).Data(image).Command("boot");
+  auto r = Run(t);
+  ASSERT_EQ(r.size(), 2u);
+  EXPECT_EQ(r[1], "FAILboot: not supported: flash boot, then reboot");
+  auto infos = t.Infos();
+  std::string all;
+  for (const auto& i : infos) all += i + " ";
+  EXPECT_NE(all.find("fastboot flash boot IMAGE"), std::string::npos) << all;
+  EXPECT_NE(all.find("--on-boot"), std::string::npos) << all;
+}
+
+TEST_F(SessionTest, BootHandsTheImageToTheHookThenRemovesIt) {
+  testing::TempDir dir;
+  std::string copy = dir.path() + "/booted";
+  Make({.on_boot = "cp \"$1\" " + copy + " && echo \"$1\" > " + copy + ".path && test \"$1\" = \"$FLASHPIPE_IMAGE\""});
+  auto image = SparseBuilder::RandomBytes(10000, 9);
+  ScriptedTransport t;
+  t.Command("download:" + Hex8(image.size())).Data(image).Command("boot").Command("getvar:version");
+  EXPECT_EQ(Run(t), (std::vector<std::string>{"OKAY", "OKAY"}));  // boot ends the session
+  EXPECT_EQ(testing::ReadFile(copy), image);
+  auto text = testing::ReadFile(copy + ".path");
+  std::string path(text.begin(), text.end() - 1);
+  EXPECT_NE(access(path.c_str(), F_OK), 0) << path << " left behind";
+  EXPECT_EQ(One("boot"), "FAILboot: no image downloaded");
+  auto sparse = SparseBuilder(4096).RawBlocks(1, 1).Build();
+  ScriptedTransport s;
+  s.Command("download:" + Hex8(sparse.size())).Data(sparse).Command("boot");
+  EXPECT_EQ(Run(s).back(), "FAILboot: a sparse image cannot be booted");
+}
+
+
+TEST_F(SessionTest, RebootAndShutdownHooksGetTheEnvironment) {
+  testing::TempDir dir;
+  std::string out = dir / "env";
+  std::string dump = "echo \"$FLASHPIPE_HOOK $* $FLASHPIPE_SLOT $FLASHPIPE_LOCKED $FLASHPIPE_PRODUCT\" >> " + out;
+  Make({.product = "board9", .on_reboot = dump, .on_shutdown = dump});
+  EXPECT_EQ(One("set_active:b"), "OKAY");
+  EXPECT_EQ(One("reboot-recovery"), "OKAY");
+  EXPECT_EQ(One("flashing lock"), "OKAY");
+  EXPECT_EQ(One("shutdown"), "OKAY");
+  auto text = testing::ReadFile(out);
+  EXPECT_EQ(std::string(text.begin(), text.end()), "reboot recovery b 0 board9\nshutdown  b 1 board9\n");
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "base/aligned_buffer.h"
 #include "base/fd_io.h"
 #include "base/log.h"
 #include "base/units.h"
@@ -106,30 +107,29 @@ Status CheckWritable(const Partition& p) {
 }  // namespace
 
 Result<PartitionSpec> ParsePartitionSpec(std::string_view text) {
+  auto bad = [&](std::string_view why) {
+    return InvalidArgument(fmt::format("--partition '{}': {}; expected {}", text, why, kPartitionSyntax));
+  };
   size_t eq = text.find('=');
-  if (eq == std::string_view::npos) {
-    return InvalidArgument(fmt::format("partition '{}': expected NAME=PATH[:OFFSET:SIZE]", text));
-  }
+  if (eq == std::string_view::npos) return bad("no '='");
   PartitionSpec spec;
   spec.name = std::string(text.substr(0, eq));
   std::string_view rest = text.substr(eq + 1);
-  if (!IsValidName(spec.name)) {
-    return InvalidArgument(fmt::format("partition '{}': bad name (1-36 printable, no ':' '=')", spec.name));
-  }
+  if (!IsValidName(spec.name)) return bad("NAME must be 1-36 printable characters without ':' or '='");
   size_t c2 = rest.rfind(':');
   size_t c1 = c2 == std::string_view::npos || c2 == 0 ? std::string_view::npos : rest.rfind(':', c2 - 1);
   if (c1 != std::string_view::npos) {
     auto off = ParseSize(rest.substr(c1 + 1, c2 - c1 - 1));
     auto size = ParseSize(rest.substr(c2 + 1));
     if (off.ok() && size.ok()) {
-      if (*size == 0) return InvalidArgument(fmt::format("partition '{}': size 0", spec.name));
+      if (*size == 0) return bad("SIZE is 0");
       spec.offset = *off;
       spec.size = *size;
       spec.ranged = true;
       rest = rest.substr(0, c1);
     }
   }
-  if (rest.empty()) return InvalidArgument(fmt::format("partition '{}': empty path", spec.name));
+  if (rest.empty()) return bad("empty PATH");
   spec.path = std::string(rest);
   return spec;
 }
@@ -175,7 +175,7 @@ Result<std::unique_ptr<Storage>> Storage::OpenGpt(const std::string& path, const
   for (const auto& w : table->warnings) warnings->push_back(path + ": " + w);
   for (const auto& e : table->partitions) {
     Partition p{e.name, 0, e.first_lba * table->sector_size,
-                (e.last_lba - e.first_lba + 1) * table->sector_size};
+                (e.last_lba - e.first_lba + 1) * table->sector_size, e.type_guid};
     if (!IsValidName(p.name)) {
       warnings->push_back(
           fmt::format("{}: GPT entry {} name '{}' not usable, skipped", path, e.index, log::Printable(p.name, 80)));
@@ -266,6 +266,8 @@ bool Storage::IsSuper(const Partition& p) const {
 }
 
 const io::Geometry& Storage::geometry(const Partition& p) const { return backings_[p.backing]->geometry; }
+
+const std::string& Storage::path(const Partition& p) const { return backings_[p.backing]->path; }
 
 std::string Storage::ProbeType(const Partition& p) const {
   const auto& path = backings_[p.backing]->path;
@@ -379,6 +381,51 @@ Status Storage::EraseRanges(const Backing& b, const Partition& p) {
   Status fin = writer->Finish();
   if (!st.ok()) return st.WithContext(fmt::format("erase '{}'", p.name));
   return fin.WithContext(fmt::format("erase '{}'", p.name));
+}
+
+// The whole logical blocks holding bytes [offset, offset + length) of `p`:
+// the unit the device reads and writes without tearing.
+Result<Storage::BlockWindow> Storage::Blocks(const Partition& p, uint64_t offset, uint64_t length) const {
+  const Backing& b = *backings_[p.backing];
+  if (offset > p.size || length > p.size - offset) {
+    return InvalidArgument(fmt::format("partition '{}': bytes {}+{} outside its {} bytes", p.name, offset, length,
+                                       p.size));
+  }
+  uint64_t unit = std::max<uint64_t>(b.geometry.logical_block, 512);
+  uint64_t at = p.offset + offset;
+  BlockWindow w{.start = at / unit * unit, .end = (at + length + unit - 1) / unit * unit, .skip = 0};
+  w.skip = at - w.start;
+  if (w.start < p.offset || w.end > p.offset + p.size) {
+    return InvalidArgument(fmt::format("partition '{}': the {}-byte block holding bytes {}+{} is not inside it",
+                                       p.name, unit, offset, length));
+  }
+  return w;
+}
+
+Result<AlignedBuffer> Storage::ReadBlocks(const Partition& p, const BlockWindow& w) {
+  const Backing& b = *backings_[p.backing];
+  AlignedBuffer buf(w.end - w.start, std::max<size_t>(b.geometry.mem_align, 512));
+  io::IoOp read{.kind = io::OpKind::kRead, .offset = w.start, .length = w.end - w.start, .buf = buf.data()};
+  FP_RETURN_IF_ERROR(RunOp(b.queue, read).WithContext(fmt::format("partition '{}': read", p.name)));
+  return buf;
+}
+
+Status Storage::Read(const Partition& p, uint64_t offset, std::span<uint8_t> out) {
+  FP_ASSIGN_OR_RETURN(BlockWindow w, Blocks(p, offset, out.size()));
+  FP_ASSIGN_OR_RETURN(AlignedBuffer buf, ReadBlocks(p, w));
+  std::copy_n(buf.data() + w.skip, out.size(), out.begin());
+  return Status::Ok();
+}
+
+Status Storage::UpdateInPlace(const Partition& p, uint64_t offset, uint64_t length,
+                              const std::function<Status(std::span<uint8_t>)>& edit) {
+  const Backing& b = *backings_[p.backing];
+  FP_ASSIGN_OR_RETURN(BlockWindow w, Blocks(p, offset, length));
+  FP_ASSIGN_OR_RETURN(AlignedBuffer buf, ReadBlocks(p, w));
+  FP_RETURN_IF_ERROR(edit(buf.span().subspan(w.skip, length)));
+  io::IoOp write{.kind = io::OpKind::kWrite, .offset = w.start, .length = w.end - w.start, .buf = buf.data()};
+  FP_RETURN_IF_ERROR(RunOp(b.queue, write).WithContext(fmt::format("partition '{}': write", p.name)));
+  return b.queue->Sync().WithContext(fmt::format("partition '{}': sync", p.name));
 }
 
 }  // namespace flashpipe::fastboot

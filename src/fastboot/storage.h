@@ -18,6 +18,7 @@
 // Thread-compatible: one Write/Erase at a time.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -26,6 +27,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/aligned_buffer.h"
 #include "base/buffer_stock.h"
 #include "base/status.h"
 #include "io/image_writer.h"
@@ -41,6 +43,7 @@ struct Partition {
   size_t backing = 0;   // which opened path
   uint64_t offset = 0;  // absolute byte offset in that path (logical: of its first extent)
   uint64_t size = 0;
+  std::array<uint8_t, 16> type_guid{};  // from the GPT; zeros for --partition
   // A logical partition of the super: its bytes are `extents` (absolute
   // ranges of the backing path, in partition order), never [offset, +size).
   // Their total is `size` unless the metadata gives it ZERO extents, which
@@ -52,6 +55,7 @@ struct Partition {
 class DynamicPartitions;
 
 // NAME=PATH or NAME=PATH:OFFSET:SIZE (sizes as ParseSize takes them).
+inline constexpr std::string_view kPartitionSyntax = "NAME=PATH[:OFFSET:SIZE] (OFFSET, SIZE: bytes, K/M/G suffixes)";
 struct PartitionSpec {
   std::string name;
   std::string path;
@@ -59,6 +63,7 @@ struct PartitionSpec {
   uint64_t size = 0;  // 0 with !ranged: the whole file or device
   bool ranged = false;
 };
+// Every error names the text and ends with kPartitionSyntax.
 Result<PartitionSpec> ParsePartitionSpec(std::string_view text);
 
 struct WriteOptions {
@@ -108,6 +113,8 @@ class Storage {
   const io::Geometry& geometry(const Partition& p) const;
   // libblkid's TYPE for the partition's range ("ext4", "vfat", ...) or "raw".
   std::string ProbeType(const Partition& p) const;
+  // The file or device the partition lives in ("" for ForQueue).
+  const std::string& path(const Partition& p) const;
 
   // Writes the image made of `pieces` in order (sparse when is_sparse, else
   // raw bytes from offset 0). The pieces stay valid until Write returns, and
@@ -124,9 +131,25 @@ class Storage {
   // (files), real zeros when neither works; a logical partition extent by
   // extent. Erasing the super reads its metadata again (it is gone).
   Status Erase(const Partition& p);
+  // A small in-place change that must not tear: reads the logical block(s)
+  // holding [offset, offset + length) of the partition, lets `edit` change
+  // those bytes, writes the block(s) back in one O_DIRECT write and syncs.
+  // Fails, writing nothing, when the range or its blocks leave the partition
+  // or `edit` fails. (The misc partition's boot control block, misc_slot.h.)
+  Status UpdateInPlace(const Partition& p, uint64_t offset, uint64_t length,
+                       const std::function<Status(std::span<uint8_t>)>& edit);
+  // Reads out.size() bytes at `offset` of the partition (through the same
+  // whole blocks), failing when they leave it.
+  Status Read(const Partition& p, uint64_t offset, std::span<uint8_t> out);
 
  private:
   struct Backing;
+  struct BlockWindow {
+    uint64_t start, end;  // device offsets, whole logical blocks
+    uint64_t skip;        // from start to the first byte asked for
+  };
+  Result<BlockWindow> Blocks(const Partition& p, uint64_t offset, uint64_t length) const;
+  Result<AlignedBuffer> ReadBlocks(const Partition& p, const BlockWindow& w);
   Storage();
   Status AddPartition(Partition p);
   static io::Device DeviceOf(const Backing& b, const Partition& p);

@@ -144,5 +144,33 @@ TEST(PartitionSpecTest, Parses) {
   EXPECT_FALSE(ParsePartitionSpec("a=").ok());
 }
 
+// The misc block's update: one whole-block write holding the edit, the
+// rest of the block as it was; nothing written when the range leaves the
+// partition or the edit fails.
+TEST_F(StorageTest, UpdateInPlaceWritesOneWholeBlockOrNothing) {
+  Open("pipelined");
+  const Partition& p = *storage_->Find("system");
+  for (size_t i = 0; i < 1024; ++i) mem_.disk()[kSystem.offset + i] = static_cast<uint8_t>(i);
+  auto set = [](std::span<uint8_t> b) {
+    std::fill(b.begin(), b.end(), 0xAB);
+    return Status::Ok();
+  };
+  EXPECT_EQ(storage_->UpdateInPlace(p, kSystem.size - 8, 16, set).code(), Code::kInvalidArgument);
+  EXPECT_EQ(storage_->UpdateInPlace(p, 0, 4, [](std::span<uint8_t>) { return InvalidArgument("no"); }).code(),
+            Code::kInvalidArgument);
+  EXPECT_TRUE(writes_.empty());
+  ASSERT_TRUE(storage_->UpdateInPlace(p, 520, 32, set).ok());
+  ASSERT_EQ(writes_.size(), 1u);
+  EXPECT_EQ(writes_[0], (std::pair<uint64_t, uint64_t>{512, 512}));
+  auto bytes = Bytes(1024);
+  for (size_t i = 0; i < 1024; ++i) {
+    ASSERT_EQ(bytes[i], i >= 520 && i < 552 ? 0xAB : static_cast<uint8_t>(i)) << i;
+  }
+  std::array<uint8_t, 4> got{};
+  ASSERT_TRUE(storage_->Read(p, 550, got).ok());
+  EXPECT_EQ(got, (std::array<uint8_t, 4>{0xAB, 0xAB, 552 & 0xFF, 553 & 0xFF}));
+  EXPECT_EQ(storage_->Read(p, kSystem.size - 2, got).code(), Code::kInvalidArgument);
+}
+
 }  // namespace
 }  // namespace flashpipe::fastboot

@@ -28,8 +28,9 @@
 // or not (a point where it judges a download's rate, after which it calls
 // ReceiveDownload again to go on). Other errors describe malformed input the
 // session may answer with FAIL. One session thread uses a transport at a
-// time. The USB transport does not honour deadlines yet (it has its own
-// data timeout).
+// time. The USB transport honours deadlines in downloads, at its read
+// boundaries (the reads in flight land first); between commands a USB
+// session already gives way to any other client.
 #pragma once
 
 #include <chrono>

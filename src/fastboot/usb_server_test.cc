@@ -237,5 +237,32 @@ TEST_F(UsbServerTest, StopEndsAWaitingAndADownloadingHost) {
   EXPECT_EQ(fake_.reads_queued(), 0u);
 }
 
+// --min-download-rate holds over USB as over TCP: a host that trickles a
+// download gets a FAIL at the first judged window, not an OKAY much later.
+TEST_F(UsbServerTest, SlowDownloadFailsOverUsb) {
+  DeviceConfig config;
+  config.max_download_size = 2 * kMiB;
+  config.limits = {.min_download_rate = 1 << 20, .rate_window = 300ms};
+  device_ = std::make_unique<FastbootDevice>(config, Storage::ForQueue(&mem_, io::Geometry{.size = mem_.disk().size(),
+      .logical_block = 512, .physical_block = 4096, .mem_align = 512, .offset_align = 512, .max_request = kMiB,
+      .direct = false}, parts_), PersistentState::InMemory());
+  UsbServerOptions options;
+  options.transport.read_size = 16384;
+  StartServer(options);
+  Enable();
+  EXPECT_EQ(Command("download:00080000"), "DATA00080000");  // 512 KiB at 160 KiB/s: 3.2 s
+  auto start = std::chrono::steady_clock::now();
+  std::string piece(16384, 'x');
+  std::vector<std::string> answers;
+  for (int i = 0; i < 32 && answers.empty(); ++i) {
+    fake_.HostSend(piece);
+    answers = fake_.HostTakeUntilFinal(100ms);
+  }
+  ASSERT_FALSE(answers.empty());
+  EXPECT_TRUE(answers.back().starts_with("FAILdownload at byte")) << answers.back();
+  EXPECT_NE(answers.back().find("too slow"), std::string::npos) << answers.back();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 2500ms);
+}
+
 }  // namespace
 }  // namespace flashpipe::fastboot

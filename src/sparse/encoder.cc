@@ -10,11 +10,11 @@
 #include <optional>
 #include <vector>
 
-#include "base/crc32.h"
 #include "base/endian.h"
 #include "base/fd_io.h"
 #include "sparse/files.h"
 #include "sparse/read_ahead.h"
+#include "sparse/run_emitter.h"
 #include "sparse/write_behind.h"
 
 namespace flashpipe::sparse {
@@ -40,107 +40,6 @@ bool IsUniformBlock(std::span<const uint8_t> block, uint32_t* pattern) {
 }
 
 namespace {
-
-// Turns runs of blocks into chunks, merging adjacent runs of one kind.
-// Modes: kSeekBack writes as it goes and patches headers; kPlan writes
-// nothing and records each RAW chunk's length; kFromPlan writes headers
-// from that record.
-class RunEmitter {
- public:
-  enum class Mode { kSeekBack, kPlan, kFromPlan };
-
-  RunEmitter(Mode mode, ChunkWriter* w, const EncoderOptions& o, std::vector<uint32_t>* plan)
-      : mode_(mode), w_(w), blk_(o.block_size), crc_on_(o.crc && mode != Mode::kPlan), plan_(plan) {
-    raw_cap_ = static_cast<uint32_t>(std::clamp<uint64_t>(o.max_raw_chunk / blk_, 1,
-                                                          (UINT32_MAX - kChunkHeaderSize) / blk_));
-  }
-
-  Status Raw(std::span<const uint8_t> data) {
-    if (crc_on_) crc_ = Crc32Update(crc_, data.data(), data.size());
-    while (!data.empty()) {
-      if (kind_ != kChunkRaw || blocks_ == raw_cap_) {
-        FP_RETURN_IF_ERROR(Close());
-        FP_RETURN_IF_ERROR(OpenRaw());
-      }
-      uint32_t n = std::min<uint32_t>(raw_cap_ - blocks_, static_cast<uint32_t>(data.size() / blk_));
-      if (mode_ != Mode::kPlan) FP_RETURN_IF_ERROR(w_->RawData(data.first(size_t{n} * blk_)));
-      blocks_ += n;
-      data = data.subspan(size_t{n} * blk_);
-    }
-    return Status::Ok();
-  }
-
-  Status Fill(uint64_t blocks, uint32_t pattern) {
-    if (crc_on_) crc_ = Crc32AppendPattern(crc_, pattern, blocks * blk_ / 4);
-    return Extend(kChunkFill, blocks, pattern);
-  }
-
-  Status Skip(uint64_t blocks) {
-    if (crc_on_) crc_ = Crc32AppendPattern(crc_, 0, blocks * blk_ / 4);
-    return Extend(kChunkDontCare, blocks, 0);
-  }
-
-  Status Close() {
-    if (kind_ == 0) return Status::Ok();
-    ++chunks_;
-    uint16_t kind = std::exchange(kind_, 0);
-    uint32_t blocks = std::exchange(blocks_, 0);
-    if (mode_ == Mode::kPlan) {
-      if (kind == kChunkRaw) plan_->push_back(blocks);
-      return Status::Ok();
-    }
-    switch (kind) {
-      case kChunkRaw: return mode_ == Mode::kSeekBack ? w_->PatchRawHeader(raw_header_at_, blocks) : Status::Ok();
-      case kChunkFill: return w_->Fill(blocks, pattern_);
-      default: return w_->DontCare(blocks);
-    }
-  }
-
-  uint32_t chunks() const { return chunks_; }
-  uint32_t crc() const { return crc_; }
-  size_t plan_used() const { return plan_next_; }
-
- private:
-  Status OpenRaw() {
-    kind_ = kChunkRaw;
-    if (mode_ == Mode::kPlan) return Status::Ok();
-    raw_header_at_ = w_->offset();
-    uint32_t blocks = 0;
-    if (mode_ == Mode::kFromPlan) {
-      if (plan_next_ >= plan_->size()) return Corrupt("the input changed between the two passes");
-      blocks = (*plan_)[plan_next_++];
-    }
-    return w_->RawHeader(blocks);
-  }
-
-  Status Extend(uint16_t kind, uint64_t blocks, uint32_t pattern) {
-    while (blocks > 0) {
-      if (kind_ != kind || pattern_ != pattern || blocks_ == UINT32_MAX) {
-        FP_RETURN_IF_ERROR(Close());
-        kind_ = kind;
-        pattern_ = pattern;
-      }
-      uint32_t n = static_cast<uint32_t>(std::min<uint64_t>(blocks, UINT32_MAX - blocks_));
-      blocks_ += n;
-      blocks -= n;
-    }
-    return Status::Ok();
-  }
-
-  Mode mode_;
-  ChunkWriter* w_;
-  uint32_t blk_;
-  bool crc_on_;
-  std::vector<uint32_t>* plan_;
-  uint32_t raw_cap_;
-  uint16_t kind_ = 0;  // 0: no open run
-  uint32_t blocks_ = 0;
-  uint32_t pattern_ = 0;
-  uint64_t raw_header_at_ = 0;
-  uint32_t chunks_ = 0;
-  uint32_t crc_ = 0;
-  size_t plan_next_ = 0;
-};
 
 // Classifies the whole blocks in `buf` and hands them to `em` as runs.
 Status EmitBlocks(std::span<const uint8_t> buf, uint32_t blk, RunEmitter& em) {
@@ -327,13 +226,14 @@ Result<EncodeStats> EncodeImage(int in_fd, std::string_view in_name, Output& out
   EncodeStats stats;
   uint32_t planned_chunks = 0;
   if (!seek_back) {
-    RunEmitter planner(RunEmitter::Mode::kPlan, nullptr, o, &plan);
+    RunEmitter planner(RunEmitter::Mode::kPlan, nullptr, o.block_size, o.max_raw_chunk, o.crc, &plan);
     FP_ASSIGN_OR_RETURN(uint64_t size, Pass(in_fd, in_name, info, o, planner));
     FP_ASSIGN_OR_RETURN(stats.total_blks, BlockCount(size, o.block_size, in_name));
     planned_chunks = planner.chunks() + (o.crc ? 1 : 0);
   }
   FP_RETURN_IF_ERROR(w.FileHeader(stats.total_blks, planned_chunks));
-  RunEmitter em(seek_back ? RunEmitter::Mode::kSeekBack : RunEmitter::Mode::kFromPlan, &w, o, &plan);
+  RunEmitter em(seek_back ? RunEmitter::Mode::kSeekBack : RunEmitter::Mode::kFromPlan, &w, o.block_size,
+                o.max_raw_chunk, o.crc, &plan);
   FP_ASSIGN_OR_RETURN(stats.input_bytes, Pass(in_fd, in_name, info, o, em));
   if (o.crc) FP_RETURN_IF_ERROR(w.Crc32(em.crc()));
   FP_ASSIGN_OR_RETURN(uint32_t blocks, BlockCount(stats.input_bytes, o.block_size, in_name));

@@ -1,70 +1,25 @@
 #include "sparse/encoding_sink.h"
 
-#include <algorithm>
-#include <utility>
+#include <memory>
+
+#include "sparse/run_emitter.h"
 
 namespace flashpipe::sparse {
 
-// Runs of blocks of one kind, each closed into one chunk (RAW headers
-// written ahead with 0 blocks and patched when the run ends).
+// The classified blocks as chunks: RAW headers written ahead with 0 blocks
+// and patched when the run ends, RAW chunks of at most 64 MiB.
 class EncodingSink::Runs : public BlockSink {
  public:
   Runs(ChunkWriter* w, uint32_t blk)
-      : w_(w), blk_(blk), raw_cap_(std::max<uint32_t>(1, static_cast<uint32_t>((uint64_t{64} << 20) / blk))) {}
+      : em_(RunEmitter::Mode::kSeekBack, w, blk, uint64_t{64} << 20, /*crc=*/false) {}
 
-  Status OnDataBlocks(std::span<const uint8_t> blocks) override { return Raw(blocks, blk_); }
-  Status OnUniformBlocks(uint64_t blocks, uint32_t pattern) override { return Extend(kChunkFill, blocks, pattern); }
-  Status OnUndefinedBlocks(uint64_t blocks) override { return Extend(kChunkDontCare, blocks, 0); }
-
-  Status Raw(std::span<const uint8_t> data, uint32_t blk) {
-    while (!data.empty()) {
-      if (kind_ != kChunkRaw || blocks_ == raw_cap_) {
-        FP_RETURN_IF_ERROR(Close());
-        kind_ = kChunkRaw;
-        raw_header_at_ = w_->offset();
-        FP_RETURN_IF_ERROR(w_->RawHeader(0));
-      }
-      const uint32_t n = static_cast<uint32_t>(std::min<uint64_t>(raw_cap_ - blocks_, data.size() / blk));
-      FP_RETURN_IF_ERROR(w_->RawData(data.first(size_t{n} * blk)));
-      blocks_ += n;
-      data = data.subspan(size_t{n} * blk);
-    }
-    return Status::Ok();
-  }
-
-  Status Extend(uint16_t kind, uint64_t blocks, uint32_t pattern) {
-    while (blocks > 0) {
-      if (kind_ != kind || pattern_ != pattern || blocks_ == UINT32_MAX) {
-        FP_RETURN_IF_ERROR(Close());
-        kind_ = kind;
-        pattern_ = pattern;
-      }
-      const uint32_t n = static_cast<uint32_t>(std::min<uint64_t>(blocks, UINT32_MAX - blocks_));
-      blocks_ += n;
-      blocks -= n;
-    }
-    return Status::Ok();
-  }
-
-  Status Close() {
-    const uint16_t kind = std::exchange(kind_, 0);
-    const uint32_t blocks = std::exchange(blocks_, 0);
-    switch (kind) {
-      case kChunkRaw: return w_->PatchRawHeader(raw_header_at_, blocks);
-      case kChunkFill: return w_->Fill(blocks, pattern_);
-      case kChunkDontCare: return w_->DontCare(blocks);
-      default: return Status::Ok();
-    }
-  }
+  Status OnDataBlocks(std::span<const uint8_t> blocks) override { return em_.Raw(blocks); }
+  Status OnUniformBlocks(uint64_t blocks, uint32_t pattern) override { return em_.Fill(blocks, pattern); }
+  Status OnUndefinedBlocks(uint64_t blocks) override { return em_.Skip(blocks); }
+  Status Close() { return em_.Close(); }
 
  private:
-  ChunkWriter* w_;
-  uint32_t blk_;
-  uint32_t raw_cap_;
-  uint16_t kind_ = 0;  // 0: no open run
-  uint32_t blocks_ = 0;
-  uint32_t pattern_ = 0;
-  uint64_t raw_header_at_ = 0;
+  RunEmitter em_;
 };
 
 EncodingSink::EncodingSink(Output* out, uint32_t blk_sz, uint64_t image_size)

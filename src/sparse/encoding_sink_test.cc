@@ -153,11 +153,16 @@ TEST(EncodingSinkTest, UnalignedEventsShareBlocks) {
     Decoded d = Decode(out.bytes);
     ASSERT_EQ(d.image.size(), size);
     for (uint64_t i = 0; i < size; ++i) {
-      if (defined[i]) ASSERT_EQ(d.image[i], expect[i]) << "seed " << seed << " byte " << i;
+      if (defined[i]) {
+        ASSERT_EQ(d.image[i], expect[i]) << "seed " << seed << " byte " << i;
+      }
       const uint64_t b = i / blk * blk;
       const bool touched = std::any_of(defined.begin() + b, defined.begin() + b + blk, [](bool x) { return x; });
-      if (touched && !defined[i]) ASSERT_EQ(d.image[i], 0) << "seed " << seed << " byte " << i;
-      if (!touched) ASSERT_EQ(d.image[i], 0xDC) << "seed " << seed << " byte " << i;
+      if (touched && !defined[i]) {
+        ASSERT_EQ(d.image[i], 0) << "seed " << seed << " byte " << i;
+      } else if (!touched) {
+        ASSERT_EQ(d.image[i], 0xDC) << "seed " << seed << " byte " << i;
+      }
     }
   }
 }

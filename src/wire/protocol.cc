@@ -88,14 +88,5 @@ Result<Response> ParseResponse(std::string_view wire) {
   return Corrupt(fmt::format("response '{}' is not OKAY, FAIL, INFO, TEXT or DATA", Printable(wire)));
 }
 
-std::vector<std::string> SplitForInfo(std::string_view message) {
-  std::vector<std::string> out;
-  while (!message.empty()) {
-    size_t n = std::min(message.size(), kMaxMessage);
-    out.emplace_back(message.substr(0, n));
-    message.remove_prefix(n);
-  }
-  return out;
-}
 
 }  // namespace flashpipe::wire

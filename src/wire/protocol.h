@@ -6,8 +6,8 @@
 // Every response built here is at most kMaxResponse (64) bytes: the client
 // reads into a 256-byte buffer and a longer TCP response corrupts its
 // session, and U-Boot/barebox clients assume 64. Messages are cut to fit and
-// non-printable bytes are replaced by '?'. Long failure reasons go out as
-// several INFO lines before a short FAIL (SplitForInfo).
+// non-printable bytes are replaced by '?'. (How the device fits a long
+// failure reason into INFO lines and a short FAIL: fastboot/reason_text.h.)
 // Pure functions; no I/O.
 #pragma once
 
@@ -48,9 +48,6 @@ std::string Hex64(uint64_t value);
 
 // download:%08x argument: exactly 8 hex digits, non-zero.
 Result<uint32_t> ParseDownloadSize(std::string_view arg);
-
-// Splits a long message into pieces of at most kMaxMessage bytes.
-std::vector<std::string> SplitForInfo(std::string_view message);
 
 // "download:%08x", what the host sends before a data phase.
 std::string DownloadCommand(uint32_t size);

@@ -53,13 +53,6 @@ TEST(ProtocolTest, DownloadSize) {
   EXPECT_FALSE(ParseDownloadSize("-0000001").ok());
 }
 
-TEST(ProtocolTest, SplitForInfo) {
-  auto pieces = SplitForInfo(std::string(130, 'q'));
-  ASSERT_EQ(pieces.size(), 3u);
-  EXPECT_EQ(pieces[0].size(), kMaxMessage);
-  EXPECT_EQ(pieces[2].size(), 10u);
-}
-
 TEST(ProtocolTest, ResponsesParseAsTheHostReadsThem) {
   using Kind = Response::Kind;
   auto r = ParseResponse("OKAY0.4");

@@ -86,7 +86,11 @@ start_daemon() {
   # Removed first: the child truncates them only once it runs, and the old
   # daemon's listening line must not be read meanwhile.
   rm -f "$work/daemon.out" "$work/daemon.log"
-  "$FLASHPIPE" serve "$@" --"$TRANSPORT" "127.0.0.1:0" --state "${STATE:-$work/state}" \
+  # Over UDP alone (unless the caller asks for TCP too): TCP would listen on
+  # 127.0.0.1:5554 too, which another daemon on this machine may hold.
+  local only=()
+  [ "$TRANSPORT" = udp ] && [[ " $* " != *" --tcp "* ]] && only=(--no-tcp)
+  "$FLASHPIPE" serve "$@" --"$TRANSPORT" "127.0.0.1:0" "${only[@]}" --state "${STATE:-$work/state}" \
     >"$work/daemon.out" 2>"$work/daemon.log" &
   daemon_pid=$!
   for _ in $(seq 50); do

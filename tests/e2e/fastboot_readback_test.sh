@@ -90,7 +90,7 @@ PY
     grep -q "locked" "$work/fb.out" || die "$cmd while locked: $(cat "$work/fb.out")"
   done
   [ ! -s "$work/locked.bin" ] || die "get_staged wrote data while locked"
-  $WIRE "$TRANSPORT-command" 127.0.0.1 "$PORT" "fetch:system:0:4096" "FAILfetch: device is locked" ||
+  $WIRE "$TRANSPORT-command" 127.0.0.1 "$PORT" "fetch:system:0:4096" "FAILfetch: locked (fastboot flashing unlock)" ||
     die "fetch while locked"
   fb_ok flashing unlock
   pass "$TRANSPORT: locked: fetch, oem stage, get_staged, oem digest refused"

@@ -123,7 +123,7 @@ after=$(usb_digest $at 1048576)
 pass "get_staged (1 MiB; 100001 bytes at offset 3) and fetch (1 MiB) == disk bytes; oem digest follows a byte changed behind the daemon"
 
 # A second gadget on the second UDC; both flashed at once.
-./flashpipe serve --usb --udc dummy_udc.1 --serialno $S2 --storage disk2.img --state state2 \
+./flashpipe serve --usb --no-tcp --udc dummy_udc.1 --serialno $S2 --storage disk2.img --state state2 \
   --max-download-size 1M >d2.out 2>d2.log &
 pids+=($!)
 wait_for 30 grep -q "serving usb" d2.out || die "daemon 2 did not start: $(cat d2.log)"
