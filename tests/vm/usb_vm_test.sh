@@ -82,7 +82,11 @@ cmp <(read_part "$work/disk2.img" system 0 65536) "$work/misc.raw" || die "disk 
 cmp <(read_part "$work/disk2.img" system 65536 1048576) <(read_part "$work/snap.img" system 65536 1048576) ||
   die "flash -s wrote past misc.raw"
 pass "partitions hold their images (raw, odd-sized raw, sparse ext4 == simg2img, split), erase, --slot b"
-pass "flashpipe flash --all: both disks hold odd2.raw (disk 1: nothing past it; disk 2, cut at 1M: its last block zero-padded) and simg2img's output; flash -s wrote disk 2's system only"
+python3 - "$work/all.json" "$SRC/docs/schema/flash-report.schema.json" <<'PY' || die "flash --all report not valid against its schema"
+import json, sys, jsonschema
+jsonschema.validate(json.load(open(sys.argv[1])), json.load(open(sys.argv[2])))
+PY
+pass "flashpipe flash --all: both disks hold odd2.raw (disk 1: nothing past it; disk 2, cut at 1M: its last block zero-padded) and simg2img's output, the --json report valid against its schema; flash -s wrote disk 2's system only"
 check_guards "$work/disk.img" "$work/snap.img"
 check_guards "$work/disk2.img" "$work/snap.img"
 echo "PASS in $(($(date +%s) - start)) s"
