@@ -61,9 +61,23 @@ bool FindInterface(libusb_device* dev, UsbDeviceInfo* info) {
   return found;
 }
 
+struct ContextExit {
+  void operator()(libusb_context* ctx) const { libusb_exit(ctx); }
+};
+using Context = std::unique_ptr<libusb_context, ContextExit>;
+
+// A context that has just scanned the bus.
+Result<Context> NewContext() {
+  libusb_context* ctx = nullptr;
+  int rc = libusb_init(&ctx);
+  if (rc != 0) return UsbError("starting libusb", rc);
+  return Context(ctx);
+}
+
 class LibUsbHandle : public UsbHandle {
  public:
-  LibUsbHandle(libusb_device_handle* h, const UsbDeviceInfo& info) : h_(h), info_(info) {}
+  LibUsbHandle(Context ctx, libusb_device_handle* h, const UsbDeviceInfo& info)
+      : ctx_(std::move(ctx)), h_(h), info_(info) {}
   ~LibUsbHandle() override {
     libusb_release_interface(h_, info_.interface);
     libusb_close(h_);
@@ -82,17 +96,17 @@ class LibUsbHandle : public UsbHandle {
     if (rc != 0 && !(rc == LIBUSB_ERROR_TIMEOUT && done > 0)) return UsbError(what, rc);
     return static_cast<size_t>(done);
   }
+  Context ctx_;  // exits after the destructor's body has closed the handle
   libusb_device_handle* h_;
   UsbDeviceInfo info_;
 };
 
 class LibUsbBackend : public UsbBackend {
  public:
-  explicit LibUsbBackend(libusb_context* ctx) : ctx_(ctx) {}
-
   Result<std::vector<UsbDeviceInfo>> List() override {
+    FP_ASSIGN_OR_RETURN(Context ctx, NewContext());
     libusb_device** list = nullptr;
-    ssize_t n = libusb_get_device_list(ctx_, &list);
+    ssize_t n = libusb_get_device_list(ctx.get(), &list);
     if (n < 0) return UsbError("listing USB devices", static_cast<int>(n));
     std::vector<UsbDeviceInfo> out;
     for (ssize_t i = 0; i < n; ++i) {
@@ -123,8 +137,9 @@ class LibUsbBackend : public UsbBackend {
   }
 
   Result<std::unique_ptr<UsbHandle>> Open(const UsbDeviceInfo& info) override {
+    FP_ASSIGN_OR_RETURN(Context ctx, NewContext());
     libusb_device** list = nullptr;
-    ssize_t n = libusb_get_device_list(ctx_, &list);
+    ssize_t n = libusb_get_device_list(ctx.get(), &list);
     if (n < 0) return UsbError("listing USB devices", static_cast<int>(n));
     libusb_device* dev = nullptr;
     for (ssize_t i = 0; i < n && dev == nullptr; ++i) {
@@ -143,26 +158,22 @@ class LibUsbBackend : public UsbBackend {
       libusb_close(h);
       return UsbError(what + ": claiming the interface", rc);
     }
-    return std::unique_ptr<UsbHandle>(new LibUsbHandle(h, info));
+    return std::unique_ptr<UsbHandle>(new LibUsbHandle(std::move(ctx), h, info));
   }
-
- private:
-  libusb_context* ctx_;
 };
 
 }  // namespace
 
 Result<UsbBackend*> LibUsb() {
   static std::once_flag once;
-  static LibUsbBackend* backend = nullptr;
-  static int rc = 0;
+  static Status started;
   std::call_once(once, [] {
-    libusb_context* ctx = nullptr;
-    rc = libusb_init(&ctx);
-    if (rc == 0) backend = new LibUsbBackend(ctx);
+    auto ctx = NewContext();
+    started = ctx.status();
   });
-  if (backend == nullptr) return UsbError("starting libusb", rc);
-  return static_cast<UsbBackend*>(backend);
+  FP_RETURN_IF_ERROR(started);
+  static LibUsbBackend backend;
+  return static_cast<UsbBackend*>(&backend);
 }
 
 }  // namespace flashpipe::host

@@ -26,7 +26,9 @@ wait_for() {
   for _ in $(seq $n); do "$@" >/dev/null 2>&1 && return 0; sleep 0.1; done
   return 1
 }
-listed() { fastboot devices | grep -q "^$1"; }
+# (grep -q reads the whole output: with pipefail, a grep -q that quits early
+# turns the writer's SIGPIPE into a failure.)
+listed() { grep -q "^$1" <<<"$(fastboot devices)"; }
 # same_part NAME: the partition holds what it held before the test.
 same_part() {
   local off len
@@ -58,7 +60,7 @@ pass "flash of a raw image of 3 MiB + 1234 bytes (not a multiple of 4096)"
 
 fb_ok $S1 erase boot_b
 fb_ok $S1 set_active b
-fb $S1 getvar current-slot 2>&1 | grep -q "current-slot: b" || die "current-slot after set_active b"
+grep -q "current-slot: b" <<<"$(fb $S1 getvar current-slot 2>&1)" || die "current-slot after set_active b"
 fb_ok $S1 flash --slot b boot /tmp/img/misc.raw
 fb_ok $S1 set_active a
 pass "erase boot_b, set_active b, flash --slot b boot, set_active a"
@@ -122,7 +124,7 @@ pass "get_staged (1 MiB; 100001 bytes at offset 3) and fetch (1 MiB) == disk byt
 
 # A second gadget on the second UDC; both flashed at once.
 ./flashpipe serve --usb --no-tcp --udc dummy_udc.1 --serialno $S2 --storage disk2.img --state state2 \
-  --max-download-size 8M >d2.out 2>d2.log &
+  --max-download-size 1M >d2.out 2>d2.log &
 pids+=($!)
 wait_for 30 grep -q "serving usb" d2.out || die "daemon 2 did not start: $(cat d2.log)"
 wait_for 30 listed $S2 || die "$S2 never enumerated"
@@ -133,7 +135,42 @@ p2=$!
 wait $p1 || die "flash on $S1: $(tail -3 f1.out)"
 wait $p2 || die "flash on $S2: $(tail -3 f2.out)"
 grep -q "Sending sparse 'userdata' 2/2" f1.out || die "12 MiB was not split at 8M: $(cat f1.out)"
+grep -q "Sending sparse 'userdata' 2/" f2.out || die "12 MiB was not split at 1M: $(cat f2.out)"
 pass "two gadgets on two UDCs flashed at once (-s $S1, -s $S2), images above max-download-size split"
+
+# flashpipe's own host side (libusb) over the same bus: `flashpipe fastboot
+# devices` lists both gadgets; `flash --all` sends each image to both from one
+# read, cut for each one's max-download-size (8M, 1M), and checks every
+# written range by digest (--verify); `flash -s` picks one gadget. The bytes
+# are checked on the host afterwards.
+fp() { local secs=$1; shift; timeout "$secs" ./flashpipe "$@" >fp.out 2>&1 || die "flashpipe $*: $(tail -5 fp.out)"; }
+fp 30 fastboot devices
+grep -qx "$S1	fastboot" fp.out && grep -qx "$S2	fastboot" fp.out || die "flashpipe fastboot devices: $(cat fp.out)"
+fp 120 flash --all --verify --no-progress --timeout 30 --json=all.json \
+  userdata=/tmp/img/small.simg boot_a=/tmp/img/odd2.raw
+python3 - all.json $S1 $S2 <<'PY' || die "flash --all report: $(cat all.json)"
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert sorted(d["serial"] for d in r["devices"]) == sorted(sys.argv[2:]), "not one entry per gadget"
+for d in r["devices"]:
+    assert d["result"] == "ok" and d["written"] == ["userdata", "boot_a"], d
+    assert [s["verify"] for s in d["steps"]] == ["ok", "ok"], d["steps"]
+parts = {d["serial"]: [s["parts"] for s in d["steps"]] for d in r["devices"]}
+assert parts[sys.argv[2]] == [1, 1] and min(parts[sys.argv[3]]) >= 2, f"parts per 8M and 1M device: {parts}"
+assert (r["ok"], r["failed"]) == (2, 0), (r["ok"], r["failed"])
+PY
+fp 60 flash -s $S2 --no-progress system=/tmp/img/misc.raw
+grep -q "^$S2: ok" fp.out && ! grep -q "^$S1" fp.out || die "flash -s $S2: $(cat fp.out)"
+pass "flashpipe: fastboot devices lists both; flash --all --verify flashed both (one ok entry each in --json); flash -s $S2 only $S2"
+
+# A gadget that appears after flashpipe started (as after --retry's wait or
+# a reboot): no udevd here, so libusb sees it only from a new scan of the bus.
+echo "" >$G/flashpipe-dummy_udc_1/UDC
+wait_for 10 eval '! listed $S2' || die "$S2 still listed after its UDC was unbound"
+(sleep 2; echo dummy_udc.1 >$G/flashpipe-dummy_udc_1/UDC) &
+fp 30 fastboot -s $S2 getvar product
+grep -q "waiting for $S2" fp.out && grep -q "product: flashpipe" fp.out || die "waiting for $S2: $(cat fp.out)"
+pass "flashpipe fastboot -s $S2 waited for the gadget and found it when its UDC was bound again"
 
 fb_ok $S1 reboot
 grep -q "Rebooting" fb.out || die "reboot: $(cat fb.out)"

@@ -84,10 +84,14 @@ class Usb:
         return buf.raw[:n].decode("latin-1")
 
     def final(self):
+        """The OKAY/FAIL/DATA response; the INFO lines before it in self.info
+        (a long FAIL reason comes whole as INFO lines, short in the FAIL)."""
+        self.info = []
         while True:
             r = self.response()
             if not r.startswith("INFO"):
                 return r
+            self.info.append(r[4:])
 
     def control_in(self, request_type, request, length):
         buf = ctypes.create_string_buffer(max(length, 1))
@@ -117,7 +121,8 @@ def garbage(serial):
     except OSError:
         pass
     r = u.final()
-    expect(r.startswith("FAILdownload at byte 0 of 1000: usb: the host sent more"), "download longer than announced: " + r)
+    expect(r.startswith("FAILdownload at byte 0 of 1000") and "the host sent more" in " ".join(u.info),
+           "download longer than announced: %s (INFO: %s)" % (r, " ".join(u.info)))
     try:
         u.control_in(0xC1, 0x42, 8)  # vendor request to the interface
         fail("an unknown control request was not stalled")
