@@ -10,7 +10,10 @@
 #      client's CPU time per device per GiB and its peak RSS (goal under
 #      64 MiB + 16 MiB per device).
 # Wall time, client CPU (user+sys) and peak RSS from /usr/bin/time; medians
-# of RUNS. SUPER_MIB sets the sparse image's size (default 1536).
+# of RUNS. SUPER_MIB sets the sparse image's size (default 1536). BASELINE
+# (another flashpipe binary, e.g. main's) adds its runs of the three
+# flashpipe cases (base_*) in the same rounds, and WINDOW=1 those of
+# FLASHPIPE with --no-sendfile (win_*), for a before/after in one run.
 #   bench/host_bench.sh [RUNS]   (env FLASHPIPE=path/to/flashpipe)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -71,22 +74,40 @@ measure() {
 median() { sort -n -k"$2" "$work/$1" | awk -v k="$2" '{a[NR]=$k} END {print a[int((NR + 1) / 2)]}'; }
 ratio() { python3 -c "print(f'{$1 / $2:.2f}')"; }
 
-ours=("$FLASHPIPE" flash --no-progress)
+# flashpipe_cases PREFIX CMD...: its three cases, one run each.
+flashpipe_cases() {
+  local p=$1; shift
+  measure ${p}_super "$@" -s tcp:127.0.0.1:${ports[0]} system="$work/super.simg"
+  measure ${p}_ext4 "$@" -s tcp:127.0.0.1:${ports[0]} system="$work/ext4.img"
+  measure ${p}_four "$@" -s tcp:127.0.0.1:${ports[0]} -s tcp:127.0.0.1:${ports[1]} \
+    -s tcp:127.0.0.1:${ports[2]} -s tcp:127.0.0.1:${ports[3]} system="$work/super.simg"
+}
+prefixes=(ours)
+if [ -n "${BASELINE:-}" ]; then prefixes+=(base); fi
+if [ "${WINDOW:-0}" = 1 ]; then prefixes+=(win); fi
 for _ in $(seq "$RUNS"); do
   measure aosp_super fastboot -s tcp:127.0.0.1:${ports[0]} flash system "$work/super.simg"
-  measure ours_super "${ours[@]}" -s tcp:127.0.0.1:${ports[0]} system="$work/super.simg"
   measure aosp_ext4 fastboot -s tcp:127.0.0.1:${ports[0]} flash system "$work/ext4.img"
-  measure ours_ext4 "${ours[@]}" -s tcp:127.0.0.1:${ports[0]} system="$work/ext4.img"
-  measure ours_four "${ours[@]}" -s tcp:127.0.0.1:${ports[0]} -s tcp:127.0.0.1:${ports[1]} \
-    -s tcp:127.0.0.1:${ports[2]} -s tcp:127.0.0.1:${ports[3]} system="$work/super.simg"
+  flashpipe_cases ours "$FLASHPIPE" flash --no-progress
+  if [ -n "${BASELINE:-}" ]; then flashpipe_cases base "$BASELINE" flash --no-progress; fi
+  if [ "${WINDOW:-0}" = 1 ]; then flashpipe_cases win "$FLASHPIPE" flash --no-progress --no-sendfile; fi
 done
 gib=$(python3 -c "print($(stat -c %s "$work/super.simg") / 2**30)")
 echo "== medians of $RUNS runs (wall s, client CPU s, peak RSS KiB)"
-for l in aosp_super ours_super aosp_ext4 ours_ext4 ours_four; do
+for l in aosp_super aosp_ext4; do
   printf '%-11s wall %6s  cpu %6s  rss %7s\n' "$l" "$(median $l 1)" "$(median $l 2)" "$(median $l 3)"
 done
-echo "sparse super, flashpipe / AOSP: $(ratio "$(median ours_super 1)" "$(median aosp_super 1)") (goal <= 1.0)"
-echo "raw ext4, AOSP / flashpipe: $(ratio "$(median aosp_ext4 1)" "$(median ours_ext4 1)") (goal >= 3)"
-echo "four devices / one: $(ratio "$(median ours_four 1)" "$(median ours_super 1)") (goal <= 1.5)"
-echo "client CPU per device per GiB, four devices: $(python3 -c "print(f'{$(median ours_four 2) / 4 / $gib:.2f}')") s"
-echo "peak RSS, four devices: $(( $(median ours_four 3) / 1024 )) MiB (goal < $((64 + 4 * 16)) MiB)"
+for p in "${prefixes[@]}"; do
+  for c in super ext4 four; do
+    l=${p}_$c
+    printf '%-11s wall %6s  cpu %6s  rss %7s\n' "$l" "$(median $l 1)" "$(median $l 2)" "$(median $l 3)"
+  done
+done
+for p in "${prefixes[@]}"; do
+  echo "== $p"
+  echo "sparse super, flashpipe / AOSP: $(ratio "$(median ${p}_super 1)" "$(median aosp_super 1)") (goal <= 1.0)"
+  echo "raw ext4, AOSP / flashpipe: $(ratio "$(median aosp_ext4 1)" "$(median ${p}_ext4 1)") (goal >= 3)"
+  echo "four devices / one: $(ratio "$(median ${p}_four 1)" "$(median ${p}_super 1)") (goal <= 1.5)"
+  echo "client CPU per device per GiB, four devices: $(python3 -c "print(f'{$(median ${p}_four 2) / 4 / $gib:.2f}')") s"
+  echo "peak RSS, four devices: $(( $(median ${p}_four 3) / 1024 )) MiB (goal < $((64 + 4 * 16)) MiB)"
+done

@@ -21,7 +21,7 @@ namespace {
 
 struct Flags {
   std::vector<std::string> devices, steps, bmaps;
-  bool all = false, no_progress = false, reboot = false, verify = false;
+  bool all = false, no_progress = false, reboot = false, verify = false, no_sendfile = false;
   std::string slot, window = "32M", json;
   int retries = 0;
   double retry_wait = 30, timeout = 120, lag_limit = 3;
@@ -44,6 +44,9 @@ void AddFlags(CLI::App& app, Flags& f) {
   app.add_option("--window", f.window, "memory shared by all devices for each image's data (default 32M)");
   app.add_option("--lag-limit", f.lag_limit,
                  "seconds after which a device that keeps the others waiting reads the image on its own (default 3)");
+  app.add_flag("--no-sendfile", f.no_sendfile,
+               "TCP devices take the data of a sparse or raw file from the shared window too (one copy per device), "
+               "not from the file by sendfile");
   app.add_flag("--reboot", f.reboot, "reboot each device once it is flashed");
   app.add_flag("--verify", f.verify,
                "after each partition, compare the SHA-256 of every range the image defines with the device's "
@@ -52,7 +55,8 @@ void AddFlags(CLI::App& app, Flags& f) {
   app.add_flag("--no-progress", f.no_progress, "no progress output");
   app.footer(
       "Every image is read and checked before any device is touched, then read once more while it is sent to all\n"
-      "devices at once, cut for each device's max-download-size. A device that fails or vanishes fails alone; one\n"
+      "devices at once, cut for each device's max-download-size (TCP devices get a sparse or raw file's data\n"
+      "straight from the file by sendfile). A device that fails or vanishes fails alone; one\n"
       "that is slower than the others reads the image on its own. Exit status 0 when every device was flashed.");
 }
 
@@ -134,6 +138,7 @@ int RunFlash(int argc, char** argv) {
   host::TransportOptions transport{.idle = Ms(f.timeout)};
   host::FleetOptions options;
   options.feed.window_bytes = *window;
+  options.feed.send_files = !f.no_sendfile;
   options.feed.lag_limit = Ms(f.lag_limit);
   options.slot = f.slot;
   options.retries = f.retries;

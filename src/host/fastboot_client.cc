@@ -15,16 +15,28 @@ class FastbootClient::Counter : public DataOut {
       transport_failed = true;
       return st;
     }
-    uint64_t n = 0;
-    for (auto p : pieces) n += p.size();
-    sent += n;
-    total_->fetch_add(n, std::memory_order_relaxed);
+    Sent(pieces, 0);
+    return Status::Ok();
+  }
+  bool can_send_file() const override { return t_.can_send_file(); }
+  Status SendFile(std::span<const std::span<const uint8_t>> head, const FileSpan& f) override {
+    if (Status st = t_.SendDataFile(head, f.fd, f.offset, f.size); !st.ok()) {
+      // An image file that ends early is the image's fault, not the device's.
+      transport_failed = st.code() != Code::kCorrupt;
+      return st;
+    }
+    Sent(head, f.size);
     return Status::Ok();
   }
   uint64_t sent = 0;
   bool transport_failed = false;
 
  private:
+  void Sent(std::span<const std::span<const uint8_t>> pieces, uint64_t more) {
+    for (auto p : pieces) more += p.size();
+    sent += more;
+    total_->fetch_add(more, std::memory_order_relaxed);
+  }
   Transport& t_;
   std::atomic<uint64_t>* total_;
 };

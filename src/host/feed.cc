@@ -1,5 +1,7 @@
 #include "host/feed.h"
 
+#include <fcntl.h>
+
 #include <algorithm>
 #include <cstring>
 
@@ -70,6 +72,13 @@ class Feed::Out : public RecordOut {
     return Status::Ok();
   }
 
+  Status OnCrcChunk() override {
+    if (f_->plan_ && !f_->plan_->crc_chunks) {
+      return Corrupt(fmt::format("{}: the image changed since it was planned (a CRC32 chunk)", f_->spec_.path));
+    }
+    return Status::Ok();
+  }
+
   uint64_t written() const { return written_; }
   uint64_t count() const { return count_; }
 
@@ -99,8 +108,15 @@ std::shared_ptr<Feed> Feed::Start(const ImageSpec& spec, std::shared_ptr<const I
                                   const FeedOptions& options, size_t members, uint64_t start_record,
                                   uint64_t start_payload) {
   std::shared_ptr<Feed> f(new Feed(spec, std::move(plan), options, members, start_record, start_payload));
-  f->producer_ = std::thread([p = f.get()] { p->Produce(); });
+  if (!f->plan_) {
+    std::lock_guard lock(f->mu_);
+    f->StartProducer();
+  }
   return f;
+}
+
+void Feed::StartProducer() {
+  if (!producer_.joinable()) producer_ = std::thread([this] { Produce(); });
 }
 
 Feed::~Feed() {
@@ -114,7 +130,8 @@ Feed::~Feed() {
 
 void Feed::Produce() {
   Out out(this);
-  Status st = RunImagePass(spec_, true, &out);
+  // An image planned without CRC32 chunks: its RAW bytes are not CRC'd.
+  Status st = RunImagePass(spec_, true, &out, nullptr, !plan_ || plan_->crc_chunks);
   std::lock_guard lock(mu_);
   if (st.ok() && plan_ && (out.count() != plan_->records.size() || out.written() != plan_->payload_bytes)) {
     st = Corrupt(fmt::format("{}: the image changed since it was planned ({} records, {} payload bytes; planned {}, {})",
@@ -251,6 +268,7 @@ Result<std::optional<Record>> Feed::RecordAt(size_t m, uint64_t index) {
 Result<std::span<const uint8_t>> Feed::PayloadAt(size_t m, uint64_t offset, size_t max) {
   std::unique_lock lock(mu_);
   Member& me = members_[m];
+  StartProducer();
   Unpin(me);
   if (me.detached) return Cancelled("detached");
   if (offset < me.payload_pos) return Internal(fmt::format("payload byte {} read again", offset));
@@ -273,6 +291,15 @@ Result<std::span<const uint8_t>> Feed::PayloadAt(size_t m, uint64_t offset, size
   uint64_t k = offset / b;
   if (k < first_live_) return Internal(fmt::format("payload byte {} was given back", offset));
   size_t n = static_cast<size_t>(std::min<uint64_t>({max, b - in, filled_ - offset}));
+  if (plan_ && offset + n == plan_->payload_bytes) {
+    // The last payload bytes of a planned image: not before the reading has
+    // checked the rest of the file (a CRC32 chunk after them, its end).
+    me.waiting = true;
+    cv_.wait(lock, [&] { return ended_ || me.detached || stop_; });
+    me.waiting = false;
+    if (me.detached) return Cancelled("detached");
+    if (!failed_.ok()) return failed_;
+  }
   me.pinned = static_cast<int64_t>(k);
   me.consumed = offset + n;
   return std::span<const uint8_t>(live_[k - first_live_] + in, n);
@@ -343,6 +370,25 @@ Result<std::span<const uint8_t>> Cursor::Payload(uint64_t offset, size_t max) {
     if (r.ok()) return r;
     FP_RETURN_IF_ERROR(Reopen(r.status()));
   }
+}
+
+Result<FileSpan> Cursor::PayloadFile(uint64_t offset, uint64_t max) {
+  const ImagePlan& plan = *feed_->plan();
+  if (!file_.valid()) {
+    const std::string& path = feed_->spec().path;
+    file_ = UniqueFd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!file_.valid()) return ErrnoError(fmt::format("cannot open image {}", path));
+    FP_ASSIGN_OR_RETURN(FileStamp now, StampOfFd(file_.get(), path));
+    if (now != plan.stamp) return Corrupt(fmt::format("{}: the image changed since it was planned", path));
+    feed_->Leave(member_);  // the shared window need not wait for this one
+  }
+  const auto& x = plan.payload_in_file;
+  auto it = std::upper_bound(x.begin(), x.end(), offset, [](uint64_t o, const FileExtent& e) { return o < e.payload; });
+  if (it == x.begin() || offset >= std::prev(it)->payload + std::prev(it)->size) {
+    return Internal(fmt::format("payload byte {} is not in the image file", offset));
+  }
+  const FileExtent& e = *std::prev(it);
+  return FileSpan{file_.get(), e.file + (offset - e.payload), std::min(max, e.payload + e.size - offset)};
 }
 
 void Cursor::PartStart(const Position& begin) {

@@ -23,6 +23,10 @@
 // that will not come leaves at once, one that comes late is a member that
 // fell behind.
 //
+// A planned image's producer starts with the first payload a member asks
+// for, so a feed whose members all read the image file (Cursor::
+// PayloadFile, for transports that send files) reads no payload at all.
+//
 // Thread-safe: one producer thread, each member used by one thread.
 #pragma once
 
@@ -38,6 +42,7 @@
 
 #include "base/aligned_buffer.h"
 #include "base/status.h"
+#include "base/unique_fd.h"
 #include "host/image_pass.h"
 #include "host/part_plan.h"
 #include "host/part_writer.h"
@@ -51,6 +56,9 @@ struct FeedOptions {
   std::chrono::milliseconds lag_limit{3000};
   // The window of a device that reads on its own (reopened).
   uint64_t private_window_bytes = 8 << 20;
+  // Whether a member whose output sends files reads a planned image's
+  // payload from the file (Cursor::PayloadFile) rather than the window.
+  bool send_files = true;
 };
 
 class Feed {
@@ -102,6 +110,9 @@ class Feed {
   Feed(const ImageSpec& spec, std::shared_ptr<const ImagePlan> plan, const FeedOptions& options, size_t members,
        uint64_t start_record, uint64_t start_payload);
   void Produce();
+  // Under mu_: the producer, started for a planned image when a member
+  // first asks for payload (members that read the file need none).
+  void StartProducer();
   // Under mu_.
   void GiveBack();
   bool Stopped() const;
@@ -152,6 +163,13 @@ class Cursor : public RecordSource, public PayloadSource {
   Result<ImageShape> Shape();
   Result<std::optional<Record>> At(uint64_t index) override;
   Result<std::span<const uint8_t>> Payload(uint64_t offset, size_t max) override;
+  // A planned image whose payload lies in its file (ImagePlan::
+  // payload_in_file): a writer that sends files reads it here, from the
+  // image file, and the member leaves the shared window at its first span.
+  bool in_file() const override {
+    return feed_->options().send_files && feed_->plan() && !feed_->plan()->payload_in_file.empty();
+  }
+  Result<FileSpan> PayloadFile(uint64_t offset, uint64_t max) override;
   // Called as each part starts: records before it are not needed again.
   void PartStart(const Position& begin);
   uint64_t max_part_bytes() const { return feed_->max_part_bytes(); }
@@ -168,6 +186,7 @@ class Cursor : public RecordSource, public PayloadSource {
   size_t member_;
   bool reopened_ = false;
   uint64_t record_pos_ = 0, payload_pos_ = 0;
+  UniqueFd file_;  // the image, for PayloadFile
 };
 
 }  // namespace flashpipe::host

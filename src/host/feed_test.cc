@@ -15,6 +15,7 @@
 
 #include "testing/compress.h"
 #include "testing/host_images.h"
+#include "testing/sparse_builder.h"
 #include "testing/temp_dir.h"
 
 namespace flashpipe::host {
@@ -37,12 +38,14 @@ struct Reader {
   Status status;
   size_t parts = 0;
   bool reopened = false;
+  size_t file_sends = 0;  // payload sent as file spans
 };
 
 // What a device sender does: plan each part from the cursor, write it,
 // lay it over a disk; `pause` after each payload piece.
+// `files`: the output sends file spans (as TCP does), read here with pread.
 Reader ReadAll(Cursor& c, uint64_t max_download, std::chrono::microseconds pause = 0us,
-               std::atomic<bool>* stop_after_first = nullptr) {
+               std::atomic<bool>* stop_after_first = nullptr, bool files = false) {
   Reader r;
   auto shape = c.Shape();
   if (!shape.ok()) {
@@ -52,9 +55,22 @@ Reader ReadAll(Cursor& c, uint64_t max_download, std::chrono::microseconds pause
   struct SlowOut : DataOut {
     testing::BytesOut inner;
     std::chrono::microseconds pause;
+    bool files = false;
+    size_t file_sends = 0;
     Status Send(std::span<const std::span<const uint8_t>> pieces) override {
       if (pause.count() > 0) std::this_thread::sleep_for(pause);
       return inner.Send(pieces);
+    }
+    bool can_send_file() const override { return files; }
+    Status SendFile(std::span<const std::span<const uint8_t>> head, const FileSpan& f) override {
+      std::vector<uint8_t> bytes(f.size);
+      if (::pread(f.fd, bytes.data(), f.size, static_cast<off_t>(f.offset)) != static_cast<ssize_t>(f.size)) {
+        return Corrupt("short file span");
+      }
+      ++file_sends;
+      std::vector<std::span<const uint8_t>> all(head.begin(), head.end());
+      all.emplace_back(bytes);
+      return Send(all);
     }
   };
   Position from;
@@ -69,7 +85,9 @@ Reader ReadAll(Cursor& c, uint64_t max_download, std::chrono::microseconds pause
     c.PartStart((*part)->begin);
     SlowOut out;
     out.pause = pause;
+    out.files = files;
     r.status = WritePart(**part, *shape, c, c, out);
+    r.file_sends += out.file_sends;
     if (!r.status.ok()) break;
     EXPECT_TRUE(testing::Overlay(&r.disk, out.inner.bytes).ok());
     ++r.parts;
@@ -233,6 +251,127 @@ TEST_F(FeedTest, AFileThatChangesAfterPlanningFails) {
   Write("e.img", img);
   auto feed = Feed::Start(spec, *plan, {}, 1);
   Cursor c(feed, 0);
+  Reader r = ReadAll(c, 1 << 20);
+  EXPECT_EQ(r.status.code(), Code::kCorrupt);
+  EXPECT_NE(r.status.message().find("changed since it was planned"), std::string::npos) << r.status.ToString();
+}
+
+// A planned sparse or raw file: a reader whose output sends files takes the
+// payload from the image file as spans (the window reads nothing for it),
+// one that does not reads the window, and both get the image; small RAW
+// chunks are read into the stage, large ones go as spans. An image with a
+// CRC32 chunk goes through the window (its check needs the bytes read), and
+// a file changed since planning is refused.
+TEST_F(FeedTest, ReadersThatSendFilesTakeThePayloadFromTheImageFile) {
+  testing::SparseBuilder b(4096);
+  b.RawBlocks(700, 1).Fill(5, 0x11223344).DontCare(40).RawBlocks(3, 2).Fill(2, 0).RawBlocks(1, 3).RawBlocks(300, 4);
+  Write("s.simg", b.Build());
+  ImageSpec spec{dir_ / "s.simg"};
+  auto plan = PlanImage(spec);
+  ASSERT_TRUE(plan.ok() && *plan) << plan.status().ToString();
+  ASSERT_FALSE((*plan)->payload_in_file.empty());
+  auto expanded = [&](const std::vector<uint8_t>& disk) {
+    for (size_t i = 0; i < b.expanded().size(); ++i) {
+      bool dont_care = i >= 705 * 4096 && i < 745 * 4096;
+      if (disk[i] != (dont_care ? 0xDC : b.expanded()[i])) return false;
+    }
+    return true;
+  };
+  FeedOptions o{.window_bytes = 2 << 20, .buffer_bytes = 256 << 10};
+  {
+    auto feed = Feed::Start(spec, *plan, o, 1);
+    Cursor c(feed, 0);
+    Reader r = ReadAll(c, 1 << 20, 0us, nullptr, true);
+    EXPECT_TRUE(r.status.ok()) << r.status.ToString();
+    EXPECT_TRUE(expanded(r.disk));
+    EXPECT_GE(r.file_sends, 4u);  // 700 + 300 blocks in parts of 1 MiB; 3 and 1 blocks are staged
+    EXPECT_EQ(feed->buffers_made(), 0u);
+  }
+  {
+    auto feed = Feed::Start(spec, *plan, o, 2);
+    Reader by_file, by_window;
+    std::thread t([&] {
+      Cursor c(feed, 0);
+      by_file = ReadAll(c, 3 << 20, 0us, nullptr, true);
+    });
+    Cursor c(feed, 1);
+    by_window = ReadAll(c, 3 << 20);
+    t.join();
+    EXPECT_TRUE(by_file.status.ok() && by_window.status.ok()) << by_file.status.ToString() << by_window.status.ToString();
+    EXPECT_TRUE(expanded(by_file.disk));
+    EXPECT_TRUE(expanded(by_window.disk));
+    EXPECT_GT(by_file.file_sends, 0u);
+    EXPECT_EQ(by_window.file_sends, 0u);
+    EXPECT_EQ(feed->detach_count(), 0u);
+  }
+  testing::SparseBuilder crc(4096);
+  crc.RawBlocks(300, 5).Crc();
+  Write("c.simg", crc.Build());
+  auto crc_plan = PlanImage({dir_ / "c.simg"});
+  ASSERT_TRUE(crc_plan.ok() && *crc_plan);
+  EXPECT_TRUE((*crc_plan)->payload_in_file.empty());
+  {
+    Cursor c(Feed::Start({dir_ / "c.simg"}, *crc_plan, o, 1), 0);
+    Reader r = ReadAll(c, 1 << 20, 0us, nullptr, true);
+    EXPECT_TRUE(r.status.ok()) << r.status.ToString();
+    EXPECT_EQ(r.file_sends, 0u);
+    EXPECT_TRUE(std::equal(crc.expanded().begin(), crc.expanded().end(), r.disk.begin()));
+  }
+  // A raw file: its data blocks are its bytes at their own offsets; one of
+  // an odd size (its last block padded) goes through the window.
+  std::vector<uint8_t> raw(6 << 20);
+  std::mt19937 rng(7);
+  for (size_t i = 0; i < raw.size(); ++i) raw[i] = i >= (2 << 20) && i < (3 << 20) ? 0 : static_cast<uint8_t>(rng());
+  Write("r.img", raw);
+  auto raw_plan = PlanImage({dir_ / "r.img"});
+  ASSERT_TRUE(raw_plan.ok() && *raw_plan);
+  EXPECT_FALSE((*raw_plan)->payload_in_file.empty());
+  {
+    Cursor c(Feed::Start({dir_ / "r.img"}, *raw_plan, o, 1), 0);
+    Reader r = ReadAll(c, 1 << 20, 0us, nullptr, true);
+    EXPECT_TRUE(r.status.ok()) << r.status.ToString();
+    EXPECT_GE(r.file_sends, 5u);
+    EXPECT_EQ(r.disk, raw);
+  }
+  raw.resize(raw.size() - 100);
+  Write("odd.img", raw);
+  auto odd_plan = PlanImage({dir_ / "odd.img"});
+  ASSERT_TRUE(odd_plan.ok() && *odd_plan);
+  EXPECT_TRUE((*odd_plan)->payload_in_file.empty());
+  std::this_thread::sleep_for(20ms);  // a time of change that differs
+  Write("s.simg", b.Build());
+  Cursor c(Feed::Start(spec, *plan, o, 1), 0);
+  Reader r = ReadAll(c, 1 << 20, 0us, nullptr, true);
+  EXPECT_EQ(r.status.code(), Code::kCorrupt);
+  EXPECT_NE(r.status.message().find("changed since it was planned"), std::string::npos) << r.status.ToString();
+}
+
+// The window's reading checks CRC32 chunks only when the plan saw some (it
+// does not CRC the RAW of an image without them): a bad CRC32 is caught, and
+// an image that gained a CRC32 chunk since it was planned is refused.
+TEST_F(FeedTest, TheWindowChecksCrcChunksThePlanSaw) {
+  FeedOptions o{.window_bytes = 2 << 20, .buffer_bytes = 256 << 10};
+  testing::SparseBuilder bad(4096);
+  bad.RawBlocks(300, 5).CrcValue(0x12345678);
+  Write("bad.simg", bad.Build());
+  auto plan = PlanImage({dir_ / "bad.simg"});
+  ASSERT_TRUE(plan.ok() && *plan) << plan.status().ToString();  // planning does not check CRC32
+  EXPECT_TRUE((*plan)->crc_chunks);
+  {
+    Cursor c(Feed::Start({dir_ / "bad.simg"}, *plan, o, 1), 0);
+    Reader r = ReadAll(c, 1 << 20);
+    EXPECT_EQ(r.status.code(), Code::kCorrupt) << r.status.ToString();
+  }
+  testing::SparseBuilder plain(4096);
+  plain.RawBlocks(300, 5);
+  Write("p.simg", plain.Build());
+  auto plain_plan = PlanImage({dir_ / "p.simg"});
+  ASSERT_TRUE(plain_plan.ok() && *plain_plan);
+  EXPECT_FALSE((*plain_plan)->crc_chunks);
+  testing::SparseBuilder with_crc(4096);
+  with_crc.RawBlocks(300, 5).Crc();
+  Write("p.simg", with_crc.Build());
+  Cursor c(Feed::Start({dir_ / "p.simg"}, *plain_plan, o, 1), 0);
   Reader r = ReadAll(c, 1 << 20);
   EXPECT_EQ(r.status.code(), Code::kCorrupt);
   EXPECT_NE(r.status.message().find("changed since it was planned"), std::string::npos) << r.status.ToString();

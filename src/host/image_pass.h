@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "base/file_id.h"
 #include "base/status.h"
 #include "host/record.h"
 #include "host/record_sink.h"
@@ -29,17 +30,43 @@ struct ImageSpec {
 
 // Opens `spec` and delivers its records to `out` (its payload too when
 // with_payload). `form` (optional) gets what the image turned out to be.
-Status RunImagePass(const ImageSpec& spec, bool with_payload, RecordOut* out, input::ImageForm* form = nullptr);
+// `crc`: CRC32 chunks are checked (with payload); off for an image whose
+// plan has none, so that its RAW bytes are not CRC'd for nothing.
+Status RunImagePass(const ImageSpec& spec, bool with_payload, RecordOut* out, input::ImageForm* form = nullptr,
+                    bool crc = true);
 
 // Whether the image is a file that can be planned ahead and read again
 // (for a device that fell behind, or a retry); stdin and pipes cannot.
 bool Rereadable(const ImageSpec& spec);
+
+// A stretch of the payload stream that is bytes of the image file.
+struct FileExtent {
+  uint64_t payload = 0, file = 0, size = 0;
+};
+
+// The file as it was planned: a file whose identity, size or time of change
+// differ is not the image that was planned.
+struct FileStamp {
+  FileId id;
+  uint64_t size = 0;
+  int64_t mtime_ns = 0;
+  bool operator==(const FileStamp&) const = default;
+};
+Result<FileStamp> StampOfFd(int fd, const std::string& name);
 
 struct ImagePlan {
   ImageShape shape;
   std::vector<Record> records;
   uint64_t payload_bytes = 0;
   input::ImageForm form;
+  // A sparse file without CRC32 chunks, or a raw file whose size is a
+  // multiple of the block size: where each payload byte lies in the file
+  // (in payload order, covering it all), so that a device reads it from the
+  // file itself (sent by the kernel, no copy in the window). Empty
+  // otherwise.
+  std::vector<FileExtent> payload_in_file;
+  FileStamp stamp;
+  bool crc_chunks = false;  // a sparse image with CRC32 chunks
 };
 
 // The planning pass. nullptr (and OK) for an image that is not planned

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "base/endian.h"
+#include "base/fd_io.h"
 
 namespace flashpipe::host {
 namespace {
@@ -33,6 +34,23 @@ class PartOut {
     std::array<std::span<const uint8_t>, 2> pieces{std::span<const uint8_t>(stage_), bytes};
     auto list = stage_.empty() ? std::span(pieces).subspan(1) : std::span(pieces);
     FP_RETURN_IF_ERROR(out_.Send(list));
+    stage_.clear();
+    return Status::Ok();
+  }
+  bool by_file() const { return out_.can_send_file(); }
+  // A span of the image file: read into the stage when small, else sent by
+  // the kernel after what is staged.
+  Status PayloadFile(const FileSpan& f) {
+    if (f.size < kStageLimit) {
+      FP_RETURN_IF_ERROR(Count(f.size));
+      size_t at = stage_.size();
+      stage_.resize(at + f.size);
+      FP_RETURN_IF_ERROR(PreadExact(f.fd, std::span(stage_).subspan(at), f.offset, "the image"));
+      return stage_.size() >= kStageLimit ? Flush() : Status::Ok();
+    }
+    FP_RETURN_IF_ERROR(Count(f.size));
+    std::array<std::span<const uint8_t>, 1> head{std::span<const uint8_t>(stage_)};
+    FP_RETURN_IF_ERROR(out_.SendFile(stage_.empty() ? std::span(head).first(0) : std::span(head), f));
     stage_.clear();
     return Status::Ok();
   }
@@ -71,7 +89,19 @@ Status ChunkHeader(PartOut& o, uint16_t type, uint64_t blocks, uint64_t payload)
   return o.Stage(h);
 }
 
+Status SendPayloadFile(PartOut& o, PayloadSource& payload, uint64_t offset, uint64_t n) {
+  while (n > 0) {
+    FP_ASSIGN_OR_RETURN(FileSpan f, payload.PayloadFile(offset, n));
+    if (f.size == 0 || f.size > n) return Internal("payload source broke its contract");
+    FP_RETURN_IF_ERROR(o.PayloadFile(f));
+    offset += f.size;
+    n -= f.size;
+  }
+  return Status::Ok();
+}
+
 Status SendPayload(PartOut& o, PayloadSource& payload, uint64_t offset, uint64_t n) {
+  if (o.by_file() && payload.in_file()) return SendPayloadFile(o, payload, offset, n);
   while (n > 0) {
     FP_ASSIGN_OR_RETURN(auto bytes, payload.Payload(offset, static_cast<size_t>(std::min<uint64_t>(n, kPayloadPiece))));
     if (bytes.empty() || bytes.size() > n) return Internal("payload source broke its contract");

@@ -185,6 +185,7 @@ Status RecordSink::OnSkip(uint64_t offset, uint64_t length) {
 Result<uint32_t> RecordSink::RawFromFd(uint64_t out_offset, int fd, uint64_t in_offset, uint64_t n) {
   FP_RETURN_IF_ERROR(Start());
   bool sparse_raw = classifier_ == nullptr;
+  if (sparse_raw) out_->OnPayloadInFile(runs_->payload(), in_offset, n);
   if (sparse_raw && !options_.with_payload) {
     FP_RETURN_IF_ERROR(runs_->Raw(out_offset, {}, n));
     return 0u;  // not read: the planning pass does not check CRC32 chunks
@@ -208,7 +209,7 @@ Result<uint32_t> RecordSink::RawFromFd(uint64_t out_offset, int fd, uint64_t in_
     FP_ASSIGN_OR_RETURN(size_t r, PreadUpTo(fd, dst, in_offset + done, "the image"));
     if (r == 0) return Corrupt(fmt::format("input ends at byte {}, {} bytes short", in_offset + done, n - done));
     auto got = dst.first(r);
-    if (sparse_raw) crc = Crc32Update(crc, got.data(), got.size());
+    if (sparse_raw && options_.crc) crc = Crc32Update(crc, got.data(), got.size());
     if (direct) {
       FP_RETURN_IF_ERROR(out_->CommitPayload(r));
       runs_->Counted(r);
@@ -219,6 +220,10 @@ Result<uint32_t> RecordSink::RawFromFd(uint64_t out_offset, int fd, uint64_t in_
     done += r;
   }
   return crc;
+}
+
+Status RecordSink::OnChunk(const sparse::ChunkInfo& chunk) {
+  return chunk.type == sparse::kChunkCrc32 ? out_->OnCrcChunk() : Status::Ok();
 }
 
 Status RecordSink::Finish(uint64_t image_size) {

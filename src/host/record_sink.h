@@ -40,11 +40,19 @@ class RecordOut {
   // call is CommitPayload with how many of them were filled.
   virtual std::span<uint8_t> PayloadSpace(size_t /*max*/) { return {}; }
   virtual Status CommitPayload(size_t /*n*/) { return Internal("CommitPayload without PayloadSpace"); }
+  // Optional: `n` payload bytes from payload offset `payload` on are the
+  // image file's bytes at `file` (a seekable sparse file's RAW chunks), and
+  // the image has a CRC32 chunk (whose check needs its bytes read).
+  virtual void OnPayloadInFile(uint64_t /*payload*/, uint64_t /*file*/, uint64_t /*n*/) {}
+  virtual Status OnCrcChunk() { return Status::Ok(); }
 };
 
 struct RecordSinkOptions {
   bool sparse_input = false;
   bool with_payload = true;
+  // A sparse file's RAW read by RawFromFd is CRC'd for the decoder's CRC32
+  // check; off when no CRC32 chunk is checked (the plan saw none).
+  bool crc = true;
   bool bmap = false;
   // A raw image's size when the source knows it before its end.
   std::optional<uint64_t> raw_size;
@@ -60,6 +68,7 @@ class RecordSink : public input::ImageSink {
   Status OnFill(uint64_t offset, uint64_t length, uint32_t pattern) override;
   Status OnSkip(uint64_t offset, uint64_t length) override;
   Result<uint32_t> RawFromFd(uint64_t out_offset, int fd, uint64_t in_offset, uint64_t n) override;
+  Status OnChunk(const sparse::ChunkInfo& chunk) override;
   // After the source ran: `image_size` is what it delivered.
   Status Finish(uint64_t image_size);
 

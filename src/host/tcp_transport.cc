@@ -34,15 +34,17 @@ Result<std::unique_ptr<TcpTransport>> TcpTransport::Connect(const wire::HostPort
   return std::unique_ptr<TcpTransport>(new TcpTransport(std::move(fd), std::move(name), options));
 }
 
-Status TcpTransport::Frame(std::span<const std::span<const uint8_t>> pieces) {
-  uint64_t total = 0;
+Status TcpTransport::Frame(std::span<const std::span<const uint8_t>> pieces, int file, uint64_t offset,
+                           uint64_t file_bytes) {
+  uint64_t total = file_bytes;
   for (auto p : pieces) total += p.size();
   auto header = wire::tcp::FrameHeader(total);
   std::vector<std::span<const uint8_t>> all;
   all.reserve(pieces.size() + 1);
   all.emplace_back(header);
   all.insert(all.end(), pieces.begin(), pieces.end());
-  Status st = wire::SendGather(fd_.get(), all);
+  Status st = wire::SendGather(fd_.get(), all, file_bytes > 0);
+  if (st.ok() && file_bytes > 0) st = wire::SendFileRange(fd_.get(), file, offset, file_bytes);
   if (st.code() == Code::kTimedOut) {
     return TimedOut(fmt::format("the device took no data for {} s", options_.idle.count() / 1000));
   }
@@ -56,6 +58,11 @@ Status TcpTransport::Send(std::string_view command) {
 }
 
 Status TcpTransport::SendData(std::span<const std::span<const uint8_t>> pieces) { return Frame(pieces); }
+
+Status TcpTransport::SendDataFile(std::span<const std::span<const uint8_t>> head, int file, uint64_t offset,
+                                  uint64_t n) {
+  return Frame(head, file, offset, n);
+}
 
 Result<std::string> TcpTransport::Receive() {
   // The idle limit as a deadline: kTimedOut when the device is silent,

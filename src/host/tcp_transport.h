@@ -18,11 +18,15 @@ class TcpTransport : public Transport {
   Status Send(std::string_view command) override;
   Result<std::string> Receive() override;
   Status SendData(std::span<const std::span<const uint8_t>> pieces) override;
+  bool can_send_file() const override { return true; }
+  Status SendDataFile(std::span<const std::span<const uint8_t>> head, int file, uint64_t offset, uint64_t n) override;
   std::string name() const override { return name_; }
 
  private:
   TcpTransport(UniqueFd fd, std::string name, const TransportOptions& options);
-  Status Frame(std::span<const std::span<const uint8_t>> pieces);
+  // One frame: the pieces, then `file_bytes` bytes of `file` at `offset`.
+  Status Frame(std::span<const std::span<const uint8_t>> pieces, int file = -1, uint64_t offset = 0,
+               uint64_t file_bytes = 0);
 
   UniqueFd fd_;
   std::string name_;

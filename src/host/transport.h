@@ -8,7 +8,11 @@
 // kCancelled when it went away (closed, reset, unplugged). SendData writes
 // bytes of a data phase, which the device counts across messages; it fails
 // with kTimedOut when the device takes nothing for the idle limit. One
-// thread uses a transport at a time.
+// thread uses a transport at a time. A transport that can send bytes of a
+// file without reading them into memory (TCP: sendfile) says so with
+// can_send_file and takes SendDataFile: `head`, then `n` bytes of `file`
+// from `offset` on, as one piece of the data phase; a file that ends
+// before them is kCorrupt.
 #pragma once
 
 #include <chrono>
@@ -27,6 +31,11 @@ class Transport {
   virtual Status Send(std::string_view command) = 0;
   virtual Result<std::string> Receive() = 0;
   virtual Status SendData(std::span<const std::span<const uint8_t>> pieces) = 0;
+  virtual bool can_send_file() const { return false; }
+  virtual Status SendDataFile(std::span<const std::span<const uint8_t>> /*head*/, int /*file*/, uint64_t /*offset*/,
+                              uint64_t /*n*/) {
+    return Unsupported("this transport sends no file ranges");
+  }
   // "tcp:127.0.0.1:5554", "udp:board:5554", "usb:1-1.2" (for reports).
   virtual std::string name() const = 0;
 };

@@ -90,6 +90,11 @@ struct SourceOptions {
   bool bmap_found = false;
   bool detect_zeros = true;       // raw streams: zero runs -> zero FILL
   size_t read_size = 1 << 20;     // stream read granularity
+  // A seekable sparse file's RAW payloads go to the sink as file ranges
+  // (RawFromFd) rather than as slices of pieces read ahead: for a sink that
+  // reads them into memory of its own or does not read them at all (the
+  // host's window and its planning pass), which saves a copy or a reading.
+  bool raw_by_range = false;
 };
 
 // `spec`: a path, "-" for stdin, or comma-separated sparse parts.

@@ -86,6 +86,33 @@ TEST_F(ImageSourceTest, SparseFileLongRawPayloadSpansPieces) {
   EXPECT_EQ(Expand(Write("bad.simg", bad.Build())).status().code(), Code::kCorrupt);
 }
 
+// raw_by_range: each RAW payload reaches the sink as a file range (the
+// host reads it into its window, or not at all when planning), long ones in
+// pieces, and the CRC32 chunk after them is still checked.
+TEST_F(ImageSourceTest, SparseFileByRangeHandsRawAsFileRanges) {
+  SourceOptions o;
+  o.raw_by_range = true;
+  SparseBuilder b = Sample();
+  auto r = Expand(Write("a.simg", b.Build()), o);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->image, b.expanded());
+  EXPECT_EQ(r->fd_raws, 2u);
+  EXPECT_EQ(r->skips, 1u);
+  const uint32_t blocks = (9 << 20) / 4096 + 3;  // three pieces
+  SparseBuilder lng(4096);
+  lng.RawBlocks(blocks, 9).Crc().Fill(1, 0);
+  r = Expand(Write("long.simg", lng.Build()), o);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->image, lng.expanded());
+  EXPECT_EQ(r->fd_raws, 3u);
+  SparseBuilder bad(4096);
+  bad.RawBlocks(blocks, 9).CrcValue(0x12345678);
+  EXPECT_EQ(Expand(Write("bad.simg", bad.Build()), o).status().code(), Code::kCorrupt);
+  auto cut = lng.Build();
+  cut.resize(cut.size() / 2);
+  EXPECT_EQ(Expand(Write("cut.simg", cut), o).status().code(), Code::kCorrupt);
+}
+
 TEST_F(ImageSourceTest, SparseFileTrailingDataIsAnError) {
   auto bytes = Sample().Build();
   bytes.push_back(0);

@@ -168,7 +168,7 @@ Result<std::unique_ptr<ImageSource>> OpenSeekable(UniqueFd fd, const std::string
   if (kind == ImageKind::kSparse) {
     auto header = CheckSparseHeader(got, options);
     if (!header.ok()) return header.status().WithContext(path);
-    return MakeSparseFileSource(std::move(fd), path, size, options.decoder);
+    return MakeSparseFileSource(std::move(fd), path, size, options.decoder, options.raw_by_range);
   }
   return MakeRawFileSource(std::move(fd), path, size);
 }

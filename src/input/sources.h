@@ -23,9 +23,10 @@ inline sparse::ReadAheadOptions FileReadAhead() {
   return {.buffer_size = size_t{2} << 20, .buffers = 5, .threads = 3, .direct = true};
 }
 
-// A seekable sparse file of `file_size` bytes.
+// A seekable sparse file of `file_size` bytes; `raw_by_range`: see
+// SourceOptions.
 std::unique_ptr<ImageSource> MakeSparseFileSource(UniqueFd fd, std::string name, uint64_t file_size,
-                                                  sparse::DecoderOptions options);
+                                                  sparse::DecoderOptions options, bool raw_by_range = false);
 // A seekable raw file (or block device) of `size` bytes.
 std::unique_ptr<ImageSource> MakeRawFileSource(UniqueFd fd, std::string name, uint64_t size);
 // A sequential stream of sparse or raw content, decompressed from

@@ -5,6 +5,9 @@
 #include <netdb.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -12,6 +15,7 @@
 #include <charconv>
 #include <cstring>
 #include <memory>
+#include <vector>
 
 #include "base/fd_io.h"
 
@@ -216,7 +220,7 @@ Status SendAll(int fd, std::span<const uint8_t> data) {
   return Status::Ok();
 }
 
-Status SendGather(int fd, std::span<const std::span<const uint8_t>> pieces) {
+Status SendGather(int fd, std::span<const std::span<const uint8_t>> pieces, bool more) {
   constexpr size_t kMaxIov = 64;
   iovec iov[kMaxIov];
   size_t first = 0, skip = 0;  // the first piece not fully sent, bytes of it sent
@@ -231,7 +235,7 @@ Status SendGather(int fd, std::span<const std::span<const uint8_t>> pieces) {
     msghdr msg{};
     msg.msg_iov = iov;
     msg.msg_iovlen = n;
-    ssize_t sent = RetryOnEintr([&] { return ::sendmsg(fd, &msg, MSG_NOSIGNAL); });
+    ssize_t sent = RetryOnEintr([&] { return ::sendmsg(fd, &msg, MSG_NOSIGNAL | (more ? MSG_MORE : 0)); });
     if (sent < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return TimedOut("send: the peer took no data");
     if (sent < 0) return ErrnoError("send");
     for (size_t left = static_cast<size_t>(sent); first < pieces.size();) {
@@ -244,6 +248,69 @@ Status SendGather(int fd, std::span<const std::span<const uint8_t>> pieces) {
       ++first;
       skip = 0;
     }
+  }
+  return Status::Ok();
+}
+
+namespace {
+
+// sendfile(2) has no MSG_NOSIGNAL: SIGPIPE is blocked on this thread while
+// it runs, and one it raised (a peer gone) is taken back, so that a device
+// that goes away is an error, not the end of the process.
+class SigpipeBlock {
+ public:
+  SigpipeBlock() {
+    sigemptyset(&pipe_);
+    sigaddset(&pipe_, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe_, &old_);
+  }
+  ~SigpipeBlock() {
+    if (raised_ && !sigismember(&old_, SIGPIPE)) {
+      timespec now{};
+      RetryOnEintr([&] { return ::sigtimedwait(&pipe_, nullptr, &now); });
+    }
+    pthread_sigmask(SIG_SETMASK, &old_, nullptr);
+  }
+  SigpipeBlock(const SigpipeBlock&) = delete;
+  SigpipeBlock& operator=(const SigpipeBlock&) = delete;
+  void Raised() { raised_ = true; }
+
+ private:
+  sigset_t pipe_, old_;
+  bool raised_ = false;
+};
+
+// A file that sendfile(2) cannot read (a file system without splice):
+// read and sent through a buffer.
+Status SendFileByCopy(int fd, int file, uint64_t offset, uint64_t n) {
+  std::vector<uint8_t> buf(static_cast<size_t>(std::min<uint64_t>(n, 1 << 20)));
+  while (n > 0) {
+    auto piece = std::span(buf).first(static_cast<size_t>(std::min<uint64_t>(n, buf.size())));
+    FP_ASSIGN_OR_RETURN(size_t got, PreadUpTo(file, piece, offset, "the file"));
+    if (got == 0) return Corrupt(fmt::format("the file ends at byte {}, {} bytes short", offset, n));
+    FP_RETURN_IF_ERROR(SendAll(fd, piece.first(got)));
+    offset += got;
+    n -= got;
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status SendFileRange(int fd, int file, uint64_t offset, uint64_t n) {
+  constexpr uint64_t kMaxPiece = 1 << 30;  // sendfile(2) moves at most ~2 GiB a call
+  SigpipeBlock block;
+  while (n > 0) {
+    auto at = static_cast<off_t>(offset);
+    size_t want = static_cast<size_t>(std::min(n, kMaxPiece));
+    ssize_t sent = RetryOnEintr([&] { return ::sendfile(fd, file, &at, want); });
+    if (sent < 0 && (errno == EINVAL || errno == ENOSYS)) return SendFileByCopy(fd, file, offset, n);
+    if (sent < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return TimedOut("send: the peer took no data");
+    if (sent < 0 && errno == EPIPE) block.Raised();
+    if (sent < 0) return ErrnoError(fmt::format("sendfile at file byte {}", offset));
+    if (sent == 0) return Corrupt(fmt::format("the file ends at byte {}, {} bytes short", offset, n));
+    offset += static_cast<uint64_t>(sent);
+    n -= static_cast<uint64_t>(sent);
   }
   return Status::Ok();
 }

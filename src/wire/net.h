@@ -57,7 +57,15 @@ Status SendAll(int fd, std::span<const uint8_t> data);
 // The pieces in order, in as few sendmsg(2) calls as the kernel takes
 // them. A socket with SO_SNDTIMEO that takes nothing that long gives
 // kTimedOut.
-Status SendGather(int fd, std::span<const std::span<const uint8_t>> pieces);
+// `more`: MSG_MORE, more bytes follow at once (SendFileRange), so the
+// pieces need not leave in a segment of their own.
+Status SendGather(int fd, std::span<const std::span<const uint8_t>> pieces, bool more = false);
+// `n` bytes of `file` from `offset` on, with sendfile(2): from the page
+// cache to the socket without a copy in this process. A file that ends
+// before them is kCorrupt naming the offset; a socket with SO_SNDTIMEO
+// that takes nothing that long gives kTimedOut. A file sendfile cannot read
+// (a file system without splice) is read and sent through a buffer.
+Status SendFileRange(int fd, int file, uint64_t offset, uint64_t n);
 // Whether the peer of a connected stream socket has closed or reset it
 // (without waiting).
 bool PeerClosed(int fd);

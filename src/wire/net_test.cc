@@ -2,10 +2,14 @@
 #include "wire/net.h"
 
 #include <gtest/gtest.h>
+#include <fcntl.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <thread>
 #include <vector>
+
+#include "testing/temp_dir.h"
 
 namespace flashpipe::wire {
 namespace {
@@ -66,6 +70,31 @@ TEST(NetTest, ConnectToAClosedPortFailsAndNamesIt) {
   EXPECT_NE(fd.status().message().find(fmt::format("127.0.0.1:{}", port)), std::string::npos);
   EXPECT_EQ(ConnectSocket({"no-such-host.invalid", 1}, SOCK_STREAM, milliseconds(500)).status().code(),
             Code::kNotFound);
+}
+
+// A file range goes to the socket as it is in the file; a file that ends
+// before the range is kCorrupt naming where; a peer that went away is an
+// error, not a SIGPIPE that ends the process.
+TEST(NetTest, SendFileRangeSendsTheFileBytesAndFailsCleanly) {
+  testing::TempDir dir;
+  std::vector<uint8_t> file(3 << 20);
+  for (size_t i = 0; i < file.size(); ++i) file[i] = static_cast<uint8_t>(i * 7 + i / 4096);
+  testing::WriteFile(dir / "f", file);
+  UniqueFd f(::open((dir / "f").c_str(), O_RDONLY | O_CLOEXEC));
+  int sv[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+  UniqueFd a(sv[0]), b(sv[1]);
+  const uint64_t from = 4097, n = file.size() - from - 3;
+  std::vector<uint8_t> got(n);
+  std::thread reader([&] { ASSERT_TRUE(RecvExact(b.get(), got, milliseconds(5000), false).ok()); });
+  ASSERT_TRUE(SendFileRange(a.get(), f.get(), from, n).ok());
+  reader.join();
+  EXPECT_TRUE(std::equal(got.begin(), got.end(), file.begin() + from));
+  Status short_file = SendFileRange(a.get(), f.get(), file.size() - 10, 20);
+  EXPECT_EQ(short_file.code(), Code::kCorrupt);
+  EXPECT_NE(short_file.message().find(std::to_string(file.size())), std::string::npos) << short_file.ToString();
+  b.Reset();
+  EXPECT_FALSE(SendFileRange(a.get(), f.get(), 0, file.size()).ok());
 }
 
 TEST(NetTest, SendGatherSendsEveryPieceInOrderAndTimesOut) {
