@@ -160,8 +160,9 @@ Status FastbootDevice::Flash(const Partition& p, const ProgressFn& progress, boo
     return NoSpace(fmt::format("image of {} bytes > partition '{}' of {} bytes", check.image_size(),
                                p.name, p.size));
   }
-  if (storage_->IsSuper(p)) {
-    // Its metadata is read again once it is written: no write-behind.
+  const bool super = storage_->IsSuper(p);
+  if (super && !config_.write_behind) {
+    // Its metadata is read again once it is written.
     Status st = WaitWrites();
     if (st.ok()) st = storage_->Write(p, landing_.pieces(), check.sparse(), progress);
     storage_->dynamic()->Reload();
@@ -186,6 +187,7 @@ Status FastbootDevice::Flash(const Partition& p, const ProgressFn& progress, boo
     job_ = Job{p, landing_.pieces(), check.sparse(), landing_.received()};
     job_buffer_ = download_buffer_;
   }
+  if (super) super_unsettled_ = true;
   job_cv_.notify_all();
   *queued = true;
   return Status::Ok();
@@ -228,6 +230,12 @@ Status FastbootDevice::WaitWrites() {
   std::unique_lock lock(job_mu_);
   job_cv_.wait(lock, [this] { return !job_.has_value() && unsynced_.empty() && !syncing_; });
   return std::exchange(job_error_, Status::Ok());
+}
+
+Status FastbootDevice::WaitWritesAndSuper() {
+  Status st = WaitWrites();
+  if (std::exchange(super_unsettled_, false)) storage_->dynamic()->Reload();
+  return st;
 }
 
 Status FastbootDevice::TakeWriteError() {

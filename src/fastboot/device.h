@@ -129,8 +129,9 @@ class FastbootDevice {
 
   // Validates the last download for `p` and writes it (or queues it).
   // *queued tells whether the write goes on in the background. The super
-  // partition (Storage::IsSuper) is written before this returns, and its
-  // metadata read again. Each flash and erase logs one line: partition,
+  // partition's (Storage::IsSuper) metadata is read again once it is
+  // written: at once without write-behind, else by the next
+  // WaitWritesAndSuper(). Each flash and erase logs one line: partition,
   // bytes, seconds, rate.
   Status Flash(const Partition& p, const ProgressFn& progress, bool* queued);
   // The bytes of the last download of this session, for commands that take
@@ -147,6 +148,12 @@ class FastbootDevice {
   Status WaitWrites();
   // The error of a finished write-behind flash, without waiting (once).
   Status TakeWriteError();
+  // WaitWrites(), then the super's metadata read again if a write-behind
+  // flash of the super was queued since: before anything looks up a logical
+  // partition. Session thread only.
+  Status WaitWritesAndSuper();
+  // A write-behind flash of the super is queued or unsettled.
+  bool super_unsettled() const { return super_unsettled_; }
 
  private:
   struct Job {
@@ -172,6 +179,7 @@ class FastbootDevice {
   std::unique_ptr<DownloadBuffer> buffers_[2];
   int download_buffer_ = -1;  // holds the last (or current) download
   bool image_ready_ = false;
+  bool super_unsettled_ = false;  // session thread only
   std::optional<StagedRange> staged_;
   Landing landing_;  // the last (or current) download
 

@@ -190,7 +190,7 @@ Status Session::Dispatch(std::string_view wire) {
   if (!cmd.ok()) return Reply(cmd.status());
   for (const auto& spec : kCommands) {
     if (spec.name != cmd->name) continue;
-    Status pending = spec.waits_for_writes ? device_->WaitWrites() : device_->TakeWriteError();
+    Status pending = spec.waits_for_writes ? device_->WaitWritesAndSuper() : device_->TakeWriteError();
     if (!pending.ok()) return Reply(pending);
     if (spec.when_locked == kRefused && device_->state().locked()) return Reply(Locked(spec.name));
     if (!spec.takes_argument && !cmd->arg.empty()) {
@@ -380,6 +380,11 @@ Result<std::string> Session::DoDownload(const std::string& arg) {
 }
 
 Result<std::string> Session::DoFlash(const std::string& arg) {
+  // The parts of a super image follow each other without waiting; any other
+  // partition is looked up in the metadata they wrote.
+  if (device_->super_unsettled() && arg != device_->storage().dynamic()->super().name) {
+    FP_RETURN_IF_ERROR(device_->WaitWritesAndSuper());
+  }
   FP_ASSIGN_OR_RETURN(const Partition* p, ResolveWritable(arg));
   auto last = Clock::now();
   ProgressFn progress = [&](uint64_t done, uint64_t total) {
