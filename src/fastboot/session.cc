@@ -638,7 +638,9 @@ Result<std::string> Session::DoOemStage(const std::string& range) {
 Result<std::string> Session::DoOemDigest(const std::string& range) {
   if (device_->state().locked()) return Locked("oem digest");
   FP_ASSIGN_OR_RETURN(auto read, ResolveRead(range));
-  auto [p, bytes] = read;
+  // Not a structured binding: clang 14 (the fuzz build) cannot capture one.
+  const Partition* p = read.first;
+  const auto bytes = read.second;
   FP_ASSIGN_OR_RETURN(auto reader, RangeReader::Open(device_->storage(), *p, bytes));
   auto last = Clock::now();
   auto progress = [&](uint64_t done) -> Status {

@@ -342,7 +342,10 @@ Result<SuperState> InspectSuper(BlockIo& io) {
   }
   if (!st.in_use) return st;
   const Geometry& g = *st.in_use;
-  for (uint32_t slot = 0; slot < g.metadata_slot_count; ++slot) {
+  // A forged slot count (the geometry's checksum is anyone's to compute)
+  // must not make this walk and keep 2^32 slots.
+  const uint32_t slots = std::min(g.metadata_slot_count, kMaxInspectedSlots);
+  for (uint32_t slot = 0; slot < slots; ++slot) {
     std::array<CopyState, 2> copies;
     for (Copy c : {Copy::kPrimary, Copy::kBackup}) {
       auto m = ReadMetadataCopy(io, g, slot, c);

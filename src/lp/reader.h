@@ -58,7 +58,9 @@ struct SuperState {
   std::optional<Geometry> in_use;     // the geometry the slots were read with
   std::vector<std::array<CopyState, 2>> slots;
 };
-// Fails only on I/O errors; corrupt copies are reported in the result.
+// Fails only on I/O errors; corrupt copies are reported in the result, for
+// the first kMaxInspectedSlots slots at most (real supers have 1 to 3).
+inline constexpr uint32_t kMaxInspectedSlots = 64;
 Result<SuperState> InspectSuper(BlockIo& io);
 
 // "label at byte 0x..: " prefix of this reader's messages.

@@ -255,5 +255,23 @@ TEST(LpReaderTest, AShortDeviceIsReportedCopyByCopy) {
   EXPECT_EQ(RepairMetadata(dev).status().message(), "short of 5120 bytes is too small to hold both geometry copies");
 }
 
+// Found by lp_metadata_fuzzer: a geometry signed again with 2^32-1 slots made
+// InspectSuper keep a report per slot until memory ran out.
+TEST(LpReaderTest, AForgedSlotCountIsInspectedUpToTheCap) {
+  std::vector<uint8_t> bytes = FlashedSuper().bytes();
+  for (uint64_t at : {kPrimaryGeometryOffset, kBackupGeometryOffset}) {
+    std::vector<uint8_t> block(bytes.begin() + at, bytes.begin() + at + kGeometryBlockSize);
+    Put<uint32_t>(block, 44, 0xffffffff);
+    ResignGeometry(block, 0);
+    std::copy(block.begin(), block.end(), bytes.begin() + at);
+  }
+  testing::MemoryBlockIo dev(bytes, "forged");
+  auto st = InspectSuper(dev);
+  ASSERT_TRUE(st.ok()) << st.status().ToString();
+  ASSERT_TRUE(st->in_use.has_value());
+  EXPECT_EQ(st->in_use->metadata_slot_count, 0xffffffffu);
+  EXPECT_EQ(st->slots.size(), kMaxInspectedSlots);
+}
+
 }  // namespace
 }  // namespace flashpipe::lp
