@@ -82,7 +82,7 @@ void Summary(const output::ReadReport& r) {
                "%s holes; %s out%s\n", r.source.c_str(), out.c_str(), r.format.c_str(), r.seconds,
                FormatBytes(r.length).c_str(), mib_s, FormatBytes(r.scan.data_bytes).c_str(),
                FormatBytes(r.scan.zero_bytes).c_str(), FormatBytes(r.scan.hole_bytes).c_str(),
-               FormatBytes(r.output_bytes).c_str(), r.verify == "passed" ? "; verified" : "");
+               FormatBytes(r.output_bytes).c_str(), r.verify == input::VerifyOutcome::kPassed ? "; verified" : "");
 }
 
 }  // namespace

@@ -207,7 +207,12 @@ Status ReadJob::Verify(const std::vector<int>& fds, const std::vector<std::strin
   t.progress = [&](uint64_t done) { Update(done, src_.length); };
   Begin(input::Phase::kVerifying, src_.length);
   Status s = VerifyOutput(*reader, src_.path, t);
-  report_.verify = s.ok() ? "passed" : s.code() == Code::kCorrupt ? "failed" : "not run";
+  // The output read back wrong (different bytes, or not decodable): failed;
+  // an I/O error or an interrupt: the check did not run to its end.
+  const bool wrong = s.code() == Code::kMismatch || s.code() == Code::kCorrupt;
+  report_.verify = s.ok() ? input::VerifyOutcome::kPassed
+                   : wrong ? input::VerifyOutcome::kFailed
+                           : input::VerifyOutcome::kNotRun;
   if (s.ok()) Update(src_.length, src_.length);
   return s;
 }
@@ -261,7 +266,7 @@ ReadReport RunRead(const ReadRequest& request, input::Progress* progress,
 std::string_view ReadReport::error_class() const {
   if (status.ok()) return "";
   if (interrupted()) return "interrupted";
-  if (verify == "failed") return "verify_mismatch";
+  if (verify == input::VerifyOutcome::kFailed) return "verify_mismatch";
   return input::ErrorClass(status.code());
 }
 
@@ -284,7 +289,7 @@ std::string ReadReportJson(const ReadReport& r) {
       r.bmap.empty() ? "null" : JsonString(r.bmap), JsonString(r.backend), r.scan.data_bytes, r.scan.zero_bytes,
       r.scan.hole_bytes, r.output_bytes, r.mapped_blocks, r.compress_threads, r.passes, r.seconds,
       secs(r.phases.read), secs(r.phases.write), secs(r.phases.verify), secs(r.phases.sync), mib_s,
-      JsonString(r.verify), warnings, r.status.ok() ? "null" : JsonString(r.status.ToString()),
+      JsonString(input::VerifyName(r.verify)), warnings, r.status.ok() ? "null" : JsonString(r.status.ToString()),
       error_class.empty() ? "null" : JsonString(error_class));
 }
 

@@ -21,6 +21,7 @@
 #include "base/cancel.h"
 #include "base/status.h"
 #include "input/progress.h"
+#include "input/write_report.h"
 #include "output/compressor.h"
 #include "output/format.h"
 #include "output/raw_output.h"
@@ -58,7 +59,7 @@ struct ReadReport {
   struct {
     std::optional<double> read, write, verify, sync;  // nullopt: the phase did not run
   } phases;
-  std::string verify = "not run";   // "passed", "failed", "not run"
+  input::VerifyOutcome verify = input::VerifyOutcome::kNotRun;
   std::vector<std::string> warnings;
   int signal = 0;                   // the signal that interrupted the run, 0: none
   Status status;

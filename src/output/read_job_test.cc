@@ -80,7 +80,7 @@ TEST_F(ReadJobTest, EveryFormatDecodesBackToTheSource) {
     bool compressed = IsCompressed(FormatForPath(name));
     ReadReport r = Read({.output = dir_.File(name), .compress = {.level = compressed ? 1 : -1}, .verify = true});
     ASSERT_TRUE(r.status.ok()) << name << ": " << r.status.ToString();
-    EXPECT_EQ(r.verify, "passed");
+    EXPECT_EQ(r.verify, input::VerifyOutcome::kPassed);
     EXPECT_EQ(r.scan.data_bytes + r.scan.zero_bytes + r.scan.hole_bytes, content_.size());
     EXPECT_GE(r.scan.hole_bytes, 1u << 20);
     std::string path = dir_.File(name);

@@ -65,7 +65,7 @@ class Comparer : public sparse::Sink {
   Status OnHeader(const sparse::FileHeader& h) override {
     uint64_t want = (t_.length + h.blk_sz - 1) / h.blk_sz * h.blk_sz;
     if (h.image_size() != want) {
-      return Corrupt(fmt::format("verify: {} expands to {} bytes, not the {} read", output_name_, h.image_size(), want));
+      return Mismatch(fmt::format("verify: {} expands to {} bytes, not the {} read", output_name_, h.image_size(), want));
     }
     return Status::Ok();
   }
@@ -88,9 +88,9 @@ class Comparer : public sparse::Sink {
   uint64_t cursor() const { return cursor_; }
 
  private:
-  Status Mismatch(uint64_t at, std::string_view why) const {
-    return Corrupt(fmt::format("verify: {} differs from {} at byte 0x{:x} of the range read{}", output_name_,
-                               source_name_, at, why));
+  Status Differs(uint64_t at, std::string_view why) const {
+    return Mismatch(fmt::format("verify: {} differs from {} at byte 0x{:x} of the range read{}", output_name_,
+                                source_name_, at, why));
   }
 
   // Source bytes [cursor_, to) are not in the output: they must be zeros.
@@ -101,7 +101,7 @@ class Comparer : public sparse::Sink {
     uint64_t at = cursor_;
     FP_RETURN_IF_ERROR(source_.Take(to - cursor_, [&](std::span<const uint8_t> bytes, uint64_t n) {
       if (!bytes.empty() && !IsAllZero(bytes)) {
-        return Mismatch(at + FirstDifference(bytes, {}), " (the output leaves it out, the source holds data)");
+        return Differs(at + FirstDifference(bytes, {}), " (the output leaves it out, the source holds data)");
       }
       at += n;
       return Status::Ok();
@@ -113,7 +113,7 @@ class Comparer : public sparse::Sink {
   Status Compare(uint64_t offset, std::span<const uint8_t> data) {
     uint64_t inside = offset >= t_.length ? 0 : std::min<uint64_t>(data.size(), t_.length - offset);
     if (inside < data.size() && !IsAllZero(data.subspan(inside))) {
-      return Mismatch(offset + inside + FirstDifference(data.subspan(inside), {}), " (padding past the end)");
+      return Differs(offset + inside + FirstDifference(data.subspan(inside), {}), " (padding past the end)");
     }
     if (inside == 0) return Status::Ok();
     FP_RETURN_IF_ERROR(Advance(offset));
@@ -121,7 +121,7 @@ class Comparer : public sparse::Sink {
     FP_RETURN_IF_ERROR(source_.Take(inside, [&](std::span<const uint8_t> bytes, uint64_t n) {
       std::span<const uint8_t> out = data.subspan(at - offset, n);
       bool same = bytes.empty() ? IsAllZero(out) : std::memcmp(out.data(), bytes.data(), n) == 0;
-      if (!same) return Mismatch(at + FirstDifference(out, bytes), "");
+      if (!same) return Differs(at + FirstDifference(out, bytes), "");
       at += n;
       return Status::Ok();
     }));
@@ -137,7 +137,7 @@ class Comparer : public sparse::Sink {
 
 Status SizeIs(uint64_t got, uint64_t want, const std::string& name, std::string_view what) {
   if (got == want) return Status::Ok();
-  return Corrupt(fmt::format("verify: {} {} {} bytes, not the {} read", name, what, got, want));
+  return Mismatch(fmt::format("verify: {} {} {} bytes, not the {} read", name, what, got, want));
 }
 
 Status VerifyRaw(Comparer& c, const VerifyTarget& t) {

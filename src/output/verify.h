@@ -37,7 +37,8 @@ struct VerifyTarget {
 };
 
 // `source` reads the same range again, from its start (offset 0).
-// The error of a mismatch is kCorrupt and names the byte.
+// The error of a mismatch is kMismatch and names the byte; an output that
+// does not decode is kCorrupt.
 Status VerifyOutput(io::ImageReader& source, const std::string& source_name, const VerifyTarget& target);
 
 }  // namespace flashpipe::output

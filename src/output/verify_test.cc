@@ -74,7 +74,7 @@ TEST_F(VerifyTest, AFlippedByteInARawOutputIsNamed) {
   uint64_t at = DataByte();
   Status s = MakeThenVerify("a.img", {}, [&](const std::string& out) { Flip(out, at); });
   ASSERT_FALSE(s.ok());
-  EXPECT_EQ(s.code(), Code::kCorrupt);
+  EXPECT_EQ(s.code(), Code::kMismatch);
   EXPECT_NE(s.message().find(fmt::format("at byte 0x{:x} of the range read", at)), std::string::npos) << s.ToString();
 }
 
@@ -104,7 +104,7 @@ TEST_F(VerifyTest, AFlippedByteInASparsePayloadIsNamed) {
     Flip(out, payload + 100);
   });
   ASSERT_FALSE(s.ok());
-  EXPECT_EQ(s.code(), Code::kCorrupt);
+  EXPECT_EQ(s.code(), Code::kMismatch);
   EXPECT_NE(s.message().find(fmt::format("differs from {} at byte 0x{:x}", src_, image_at)), std::string::npos)
       << s.ToString();
 }
