@@ -258,14 +258,9 @@ Status WriteBehind::Punch(uint64_t offset, uint64_t length) {
 
 WriteBehindOutput::WriteBehindOutput(int fd, std::string name, WriteBehindOptions options)
     : fd_(fd), name_(std::move(name)) {
-  struct stat st;
-  off_t pos = ::lseek(fd, 0, SEEK_CUR);
-  int flags = ::fcntl(fd, F_GETFL);
-  // O_APPEND makes pwrite append: such an output cannot patch what it wrote.
-  if (pos >= 0 && flags >= 0 && (flags & O_APPEND) == 0 && ::fstat(fd, &st) == 0 &&
-      (S_ISREG(st.st_mode) || S_ISBLK(st.st_mode))) {
+  if (auto p = ProbePatchable(fd)) {
     seekable_ = true;
-    base_ = static_cast<uint64_t>(pos);
+    base_ = p->base;
   }
   writer_ = std::make_unique<WriteBehind>(fd, name_, seekable_ ? WriteBehind::Mode::kSeekable : WriteBehind::Mode::kStream,
                                           options);

@@ -39,16 +39,20 @@ Status Output::CopyFrom(int in_fd, uint64_t in_offset, uint64_t len, std::string
   return Status::Ok();
 }
 
-FdOutput::FdOutput(int fd, std::string name) : fd_(fd), name_(std::move(name)) {
+std::optional<PatchableFd> ProbePatchable(int fd) {
   struct stat st;
   off_t pos = ::lseek(fd, 0, SEEK_CUR);
   int flags = ::fcntl(fd, F_GETFL);
-  // O_APPEND makes pwrite append: such an output cannot patch what it wrote.
-  if (pos >= 0 && flags >= 0 && (flags & O_APPEND) == 0 && ::fstat(fd, &st) == 0 &&
-      (S_ISREG(st.st_mode) || S_ISBLK(st.st_mode))) {
+  if (pos < 0 || flags < 0 || (flags & O_APPEND) != 0 || ::fstat(fd, &st) != 0) return std::nullopt;
+  if (!S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode)) return std::nullopt;
+  return PatchableFd{.base = static_cast<uint64_t>(pos), .regular = S_ISREG(st.st_mode)};
+}
+
+FdOutput::FdOutput(int fd, std::string name) : fd_(fd), name_(std::move(name)) {
+  if (auto p = ProbePatchable(fd)) {
     seekable_ = true;
-    regular_ = S_ISREG(st.st_mode);
-    base_ = static_cast<uint64_t>(pos);
+    regular_ = p->regular;
+    base_ = p->base;
   }
 }
 

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 
@@ -35,6 +36,15 @@ class Output {
   // the output can do better, e.g. copy_file_range).
   virtual Status CopyFrom(int in_fd, uint64_t in_offset, uint64_t len, std::string_view in_name);
 };
+
+// Where an output descriptor can be written with pwrite and patched later:
+// a regular file or a block device, not O_APPEND (pwrite would append).
+// nullopt for a stream (pipe, socket, terminal).
+struct PatchableFd {
+  uint64_t base = 0;      // the descriptor's position: writing starts there
+  bool regular = false;   // a regular file (not a block device)
+};
+std::optional<PatchableFd> ProbePatchable(int fd);
 
 class FdOutput : public Output {
  public:

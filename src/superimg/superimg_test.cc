@@ -144,7 +144,9 @@ TEST(SuperImageTest, RefusalsWriteNothing) {
     }
     Status s = WriteSuperImage(fx.m, c.images, out, {.sparse = true});
     EXPECT_EQ(s.message(), c.error);
-    if (std::filesystem::exists(out)) EXPECT_EQ(ReadFile(out), (std::vector<uint8_t>{1, 2, 3}));
+    if (std::filesystem::exists(out)) {
+      EXPECT_EQ(ReadFile(out), (std::vector<uint8_t>{1, 2, 3}));
+    }
   }
   std::filesystem::remove(out);
   // A compressed image too big for its partition is only found while
