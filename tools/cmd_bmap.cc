@@ -35,6 +35,7 @@ int RunBmap(int argc, char** argv) {
   if (json == "-" && r.output == "-") {
     return UsageError(app, InvalidArgument("the bmap and --json cannot both go to stdout: use -o FILE or --json=FILE"));
   }
+  if (Status s = CheckJsonFile(json, {r.image, r.output}); !s.ok()) return UsageError(app, s);
   bool quiet = no_progress || json == "-" || !::isatty(STDERR_FILENO);
   input::Progress progress(stderr, quiet ? input::ProgressMode::kOff : input::ProgressMode::kBar,
                            "flashpipe bmap create");

@@ -202,6 +202,7 @@ int RunDump(int argc, char** argv) {
   app.add_flag("--no-crc-check", no_crc, "do not verify CRC32 chunks");
   app.add_option("SPARSE", path, "sparse image, possibly compressed; - for stdin")->required();
   if (auto code = ParseOrExit(app, argc, argv)) return *code;
+  if (Status s = CheckJsonFile(json_path, {path}); !s.ok()) return UsageError(app, s);
   auto in = OpenDumpInput(path);
   if (!in.ok()) return ExitWith("dump", in.status());
   const bool json = !json_path.empty();

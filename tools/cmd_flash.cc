@@ -117,6 +117,9 @@ int RunFlash(int argc, char** argv) {
   if (auto code = ParseOrExit(app, argc, argv)) return *code;
   auto steps = Steps(f);
   if (!steps.ok()) return UsageError(app, steps.status());
+  std::vector<std::string> inputs;
+  for (const host::FlashStep& s : *steps) inputs.insert(inputs.end(), {s.image.path, s.image.bmap});
+  if (Status s = CheckJsonFile(f.json, inputs); !s.ok()) return UsageError(app, s);
   auto window = ParseSize(f.window);
   if (!window.ok() || *window < (2 << 20)) return UsageError(app, InvalidArgument("--window: a size of at least 2M"));
   bool uses_usb = f.all;

@@ -161,6 +161,7 @@ std::string CopiesJson(const std::vector<CopyLine>& copies) {
 }
 
 Status Dump(const std::string& path, uint32_t slot, const std::string& json_path) {
+  FP_RETURN_IF_ERROR(CheckJsonFile(json_path, {path}));
   FP_ASSIGN_OR_RETURN(superimg::SuperFile f, superimg::OpenSuper(path));
   FP_ASSIGN_OR_RETURN(lp::Metadata m, superimg::ReadSuperMetadata(f, slot));
   FP_ASSIGN_OR_RETURN(std::vector<CopyLine> copies, Copies(f));

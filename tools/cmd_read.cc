@@ -69,6 +69,9 @@ Status ApplyFlags(const Flags& f, output::ReadRequest& r) {
   FP_ASSIGN_OR_RETURN(WriterSettings w, ParseWriterFlags(f.io));
   r.queue = {w.backend, w.queue_depth, w.request_size};
   if (f.json == "-" && r.output == "-") return InvalidArgument("the image and --json cannot both go to stdout: use --json=FILE");
+  // SOURCE may be DEVICE:PARTNAME: the device (or disk image) is an input too.
+  const std::string device = r.source.spec.substr(0, r.source.spec.rfind(':'));
+  FP_RETURN_IF_ERROR(CheckJsonFile(f.json, {r.source.spec, device, r.output, r.bmap}));
   return output::CheckReadRequest(r);
 }
 

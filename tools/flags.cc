@@ -1,9 +1,11 @@
 #include "tools/flags.h"
 
 #include <cstdio>
+#include <filesystem>
 
 #include "base/atomic_file.h"
 #include "base/fd_io.h"
+#include "base/file_id.h"
 #include "base/units.h"
 #include "io/image_writer.h"
 #include "tools/describe.h"
@@ -103,6 +105,21 @@ Result<WriterSettings> ParseWriterFlags(const WriterFlags& f) {
 void AddJsonFlag(CLI::App& app, std::string& path, const std::string& what) {
   app.add_flag("--json{-}", path, what + " as JSON, to FILE with --json=FILE, else to stdout")
       ->option_text("[=FILE]");
+}
+
+Status CheckJsonFile(const std::string& json, const std::vector<std::string>& files) {
+  if (json.empty() || json == "-") return Status::Ok();
+  FP_ASSIGN_OR_RETURN(std::optional<FileId> id, FileIdOfPath(json));
+  std::error_code ec;
+  const std::filesystem::path where = std::filesystem::weakly_canonical(json, ec);
+  for (const std::string& f : files) {
+    if (f.empty() || f == "-") continue;
+    FP_ASSIGN_OR_RETURN(std::optional<FileId> other, FileIdOfPath(f));
+    std::error_code ec2;
+    const bool same = id && other ? *id == *other : !id && !other && !ec && where == std::filesystem::weakly_canonical(f, ec2);
+    if (same) return InvalidArgument(fmt::format("--json={} is {}: the report would be written over it", json, f));
+  }
+  return Status::Ok();
 }
 
 Status WriteJson(const std::string& path, const std::string& text) { return WriteText(path, text + "\n"); }

@@ -64,6 +64,11 @@ Result<WriterSettings> ParseWriterFlags(const WriterFlags& flags);
 
 // --json[=FILE]: `path` is "" when not given, "-" for stdout.
 void AddJsonFlag(CLI::App& app, std::string& path, const std::string& what);
+// A --json FILE must be none of the command's `files` (its inputs and other
+// outputs; "" and "-" entries are skipped): the same file through links or
+// the same path of a file not made yet is refused. Call it before anything
+// is read or written: the report is written last, over whatever it names.
+Status CheckJsonFile(const std::string& json, const std::vector<std::string>& files);
 // WriteText: `text` to `path` as it is, "-" for stdout; a file appears whole
 // or not at all (AtomicFile). WriteJson adds the final newline.
 Status WriteText(const std::string& path, const std::string& text);

@@ -117,4 +117,22 @@ run 0 dump --json img.simg
 python3 -c 'import json; d=json.load(open("out")); assert d["valid"] is True' || fail "dump --json"
 ok "dump: --json on stdout"
 
+# --json=FILE never names an input or another output of the command: the
+# report is written last and would replace it (through a link too).
+"$FP" lp make --device-size 16M --metadata-size 4096 --metadata-slots 2 --group main:8M \
+  --partition system_a:readonly:1M:main -o sup.img >/dev/null 2>&1 || fail "lp make for the --json checks"
+ln -sf img.raw img.link
+cp img.raw img.keep; cp img.simg simg.keep; cp sup.img sup.keep
+for args in "read --no-progress img.raw r.img --json=img.raw" "read --no-progress img.raw r.img --json=r.img" \
+            "read --no-progress img.raw r.img --bmap r.bmap --json=r.bmap" \
+            "bmap create --no-progress img.raw -o x.bmap --json=img.link" "bmap create img.raw -o y.bmap --json=y.bmap" \
+            "dump img.simg --json=img.simg" "lp dump sup.img --json=sup.img" \
+            "flash -s tcp:127.0.0.1:1 system=img.raw --json=img.raw" "write --no-progress img.raw w.img --json=img.raw"; do
+  rc=0; timeout 60 "$FP" $args >out 2>err || rc=$?
+  [ "$rc" -ne 0 ] || fail "flashpipe $args: accepted"
+  cmp -s img.raw img.keep && cmp -s img.simg simg.keep && cmp -s sup.img sup.keep || fail "flashpipe $args: wrote over an input"
+  for o in r.img r.bmap y.bmap w.img; do [ ! -e "$o" ] || fail "flashpipe $args: left $o"; done
+done
+ok "--json=FILE naming an input or an output is refused before anything is written"
+
 echo "cli_test: $PASS checks passed"
