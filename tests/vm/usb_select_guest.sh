@@ -1,0 +1,125 @@
+# Runs inside the VM (usb_select_vm_test.sh), chrooted into the host's root,
+# in the shared work directory: three `flashpipe serve --usb` gadgets A, B, C
+# on dummy_udc.0-2. While a second client holds C's interface and keeps
+# asking it getvar, `flashpipe flash -s A -s B` flashes A and B; every 20 ms
+# the flashing process's open files are listed: it must open A's and B's
+# usbfs nodes and never C's. Then `flash -s C` while C is held fails busy
+# (so a claim of C would have been seen). Prints 'ok: ...' per check, the
+# first failure 'FAIL: ...'; the disks are checked on the host afterwards.
+set -uo pipefail
+cd /tmp/work
+export PATH=/usr/sbin:/usr/bin:/sbin:/bin
+A=SELECT000A B=SELECT000B C=SELECT000C
+pids=()
+die() {
+  echo "FAIL: $*"
+  for f in d0.log d1.log d2.log hold.out; do [ -f $f ] && { echo "--- $f"; tail -10 $f; }; done
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
+  exit 1
+}
+pass() { echo "ok: $* [${SECONDS} s]"; }
+wait_for() {
+  local n=$(($1 * 10)); shift
+  for _ in $(seq $n); do "$@" >/dev/null 2>&1 && return 0; sleep 0.1; done
+  return 1
+}
+# The usbfs node of the gadget with serial $1, from sysfs.
+node_of() {
+  local d
+  for d in /sys/bus/usb/devices/*; do
+    [ "$(cat $d/serial 2>/dev/null)" = "$1" ] || continue
+    printf "/dev/bus/usb/%03d/%03d\n" "$(cat $d/busnum)" "$(cat $d/devnum)"
+    return 0
+  done
+  return 1
+}
+
+mkdir -p /tmp/img && cp sys.raw /tmp/img/ || die "copy image"
+i=0
+for s in $A $B $C; do
+  ./flashpipe serve --usb --no-tcp --udc dummy_udc.$i --serialno $s --storage disk$i.img --state state$i \
+    --max-download-size 1M >d$i.out 2>d$i.log &
+  pids+=($!)
+  i=$((i + 1))
+done
+for i in 0 1 2; do wait_for 30 grep -q "serving usb" d$i.out || die "daemon $i did not start: $(cat d$i.log)"; done
+for s in $A $B $C; do wait_for 30 node_of $s || die "$s never enumerated"; done
+NA=$(node_of $A) NB=$(node_of $B) NC=$(node_of $C)
+pass "three gadgets: $A $NA, $B $NB, $C $NC"
+
+# The second client: claims C's interface and asks getvar:product until told to stop.
+python3 - $C >hold.out 2>&1 <<'PY' &
+import os, sys, time
+sys.path.insert(0, ".")
+import usb_wire
+u = usb_wire.Usb(sys.argv[1])
+print("claimed", flush=True)
+n, first, last = 0, None, None
+while not os.path.exists("stop"):
+    u.send(b"getvar:product")
+    r = u.final()
+    if not r.startswith("OKAYflashpipe"):
+        usb_wire.fail("getvar product: " + r)
+    now = time.time()
+    first, last, n = first or now, now, n + 1
+    time.sleep(0.02)
+u.close()
+print("answers %d first %.3f last %.3f" % (n, first, last), flush=True)
+PY
+holder=$!
+pids+=($holder)
+wait_for 10 grep -q claimed hold.out || die "the second client could not claim $C: $(cat hold.out)"
+
+t0=$(date +%s.%N)
+./flashpipe flash -s $A -s $B --no-progress --timeout 30 --json=sel.json system=/tmp/img/sys.raw >fp.out 2>&1 &
+fp=$!
+: >fds.seen
+while kill -0 $fp 2>/dev/null; do
+  ls -l /proc/$fp/fd 2>/dev/null | sed -n 's|.* -> \(/dev/bus/usb/.*\)$|\1|p' >>fds.seen
+  sleep 0.02
+done
+wait $fp || die "flash -s $A -s $B: $(tail -5 fp.out)"
+t1=$(date +%s.%N)
+touch stop
+wait $holder || die "the second client: $(cat hold.out)"
+seen=$(sort -u fds.seen | tr '\n' ' ')
+grep -qx "$NA" fds.seen && grep -qx "$NB" fds.seen || die "flash did not open $NA and $NB (seen: $seen)"
+grep -qx "$NC" fds.seen && die "flash -s $A -s $B opened $C's node $NC (seen: $seen)"
+[ "$(sort -u fds.seen | wc -l)" = 2 ] || die "flash opened other usb nodes: $seen"
+python3 - sel.json $A $B <<'PY' || die "report: $(cat sel.json)"
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert [d["serial"] for d in r["devices"]] == sys.argv[2:], r
+assert all(d["result"] == "ok" and d["written"] == ["system"] and d["steps"][0]["parts"] >= 8 for d in r["devices"]), r
+PY
+read -r _ n _ first _ last <<<"$(grep answers hold.out)"
+python3 -c "import sys; n, f, l, t0, t1 = map(float, sys.argv[1:]); sys.exit(0 if n >= 5 and f < t0 and l > t1 else 1)" \
+  "$n" "$first" "$last" "$t0" "$t1" || die "$C was not answering all through the flash: $(cat hold.out) (flash $t0 .. $t1)"
+pass "flash -s $A -s $B opened only $NA and $NB ($(wc -l <fds.seen) samples); $C, claimed by another client, answered $n getvars before, during and after it"
+
+# The check can fail: naming C while it is held is refused, not waited out.
+rm -f stop
+python3 - $C >hold2.out 2>&1 <<'PY' &
+import os, sys, time
+sys.path.insert(0, ".")
+import usb_wire
+u = usb_wire.Usb(sys.argv[1])
+print("claimed", flush=True)
+while not os.path.exists("stop"):
+    time.sleep(0.05)
+u.close()
+PY
+holder=$!
+pids+=($holder)
+wait_for 10 grep -q claimed hold2.out || die "second claim of $C: $(cat hold2.out)"
+if timeout 60 ./flashpipe flash -s $C --no-progress --timeout 10 system=/tmp/img/sys.raw >fpc.out 2>&1; then
+  die "flash -s $C succeeded while another client held it"
+fi
+touch stop
+wait $holder
+grep -q "LIBUSB_ERROR_BUSY (another program holds the interface)" fpc.out || die "flash -s $C: $(cat fpc.out)"
+pass "flash -s $C while another client holds it: refused busy ($(grep -o 'claiming the interface[^;]*' fpc.out | head -1))"
+
+for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null; done
+for p in "${pids[@]}"; do wait "$p" 2>/dev/null; done
+echo "GUEST-DONE"
