@@ -1,9 +1,10 @@
 # Runs inside the VM (usb_select_vm_test.sh), chrooted into the host's root,
 # in the shared work directory: three `flashpipe serve --usb` gadgets A, B, C
 # on dummy_udc.0-2. While a second client holds C's interface and keeps
-# asking it getvar, `flashpipe flash -s A -s B` flashes A and B; every 20 ms
-# the flashing process's open files are listed: it must open A's and B's
-# usbfs nodes and never C's. Then `flash -s C` while C is held fails busy
+# asking it getvar, `flashpipe flash -s A -s B` flashes A and B; inotify
+# counts every open of the three usbfs nodes meanwhile (A and B: at least
+# one, C: none, not even a brief one to read its serial), and the flashing
+# process's open files are sampled (A's and B's nodes, never C's). Then `flash -s C` while C is held fails busy
 # (so a claim of C would have been seen). Prints 'ok: ...' per check, the
 # first failure 'FAIL: ...'; the disks are checked on the host afterwards.
 set -uo pipefail
@@ -70,22 +71,64 @@ holder=$!
 pids+=($holder)
 wait_for 10 grep -q claimed hold.out || die "the second client could not claim $C: $(cat hold.out)"
 
+# Who opens the three device nodes during the flash: inotify sees every
+# open(2) of a node, however brief (the holder opened C before this starts).
+python3 - "$NA" "$NB" "$NC" >opens.out 2>&1 <<'PY' &
+import ctypes, os, struct, sys, time
+libc = ctypes.CDLL(None, use_errno=True)
+IN_OPEN = 0x20
+fd = libc.inotify_init1(os.O_NONBLOCK)
+wds = {libc.inotify_add_watch(fd, p.encode(), IN_OPEN): p for p in sys.argv[1:]}
+assert all(w >= 0 for w in wds), "inotify_add_watch failed"
+opens = dict.fromkeys(sys.argv[1:], 0)
+print("watching", flush=True)
+while not os.path.exists("stop"):
+    try:
+        buf = os.read(fd, 4096)
+    except BlockingIOError:
+        time.sleep(0.01)
+        continue
+    at = 0
+    while at < len(buf):
+        wd, mask, _, n = struct.unpack_from("iIII", buf, at)
+        opens[wds[wd]] += 1
+        at += 16 + n
+print("opens " + " ".join("%s=%d" % (p, opens[p]) for p in sys.argv[1:]), flush=True)
+PY
+watcher=$!
+pids+=($watcher)
+wait_for 10 grep -q watching opens.out || die "inotify watcher: $(cat opens.out)"
+
 t0=$(date +%s.%N)
 ./flashpipe flash -s $A -s $B --no-progress --timeout 30 --json=sel.json system=/tmp/img/sys.raw >fp.out 2>&1 &
 fp=$!
-: >fds.seen
-while kill -0 $fp 2>/dev/null; do
-  ls -l /proc/$fp/fd 2>/dev/null | sed -n 's|.* -> \(/dev/bus/usb/.*\)$|\1|p' >>fds.seen
-  sleep 0.02
-done
+# And which nodes it holds open, sampled as fast as this VM allows.
+python3 - $fp >fds.seen <<'PY'
+import os, sys
+pid, polls = sys.argv[1], 0
+while os.path.exists(f"/proc/{pid}"):
+    polls += 1
+    try:
+        for fd in os.listdir(f"/proc/{pid}/fd"):
+            target = os.readlink(f"/proc/{pid}/fd/{fd}")
+            if target.startswith("/dev/bus/usb/"):
+                print(target)
+    except OSError:
+        pass
+print("polls", polls, file=sys.stderr)
+PY
 wait $fp || die "flash -s $A -s $B: $(tail -5 fp.out)"
 t1=$(date +%s.%N)
 touch stop
 wait $holder || die "the second client: $(cat hold.out)"
+wait $watcher || die "inotify watcher: $(cat opens.out)"
 seen=$(sort -u fds.seen | tr '\n' ' ')
-grep -qx "$NA" fds.seen && grep -qx "$NB" fds.seen || die "flash did not open $NA and $NB (seen: $seen)"
-grep -qx "$NC" fds.seen && die "flash -s $A -s $B opened $C's node $NC (seen: $seen)"
-[ "$(sort -u fds.seen | wc -l)" = 2 ] || die "flash opened other usb nodes: $seen"
+grep -qx "$NA" fds.seen && grep -qx "$NB" fds.seen || die "flash did not hold $NA and $NB open (seen: $seen)"
+grep -qx "$NC" fds.seen && die "flash -s $A -s $B held $C's node $NC open (seen: $seen)"
+[ "$(sort -u fds.seen | wc -l)" = 2 ] || die "flash held other usb nodes open: $seen"
+read -r _ oa ob oc <<<"$(grep '^opens' opens.out)"
+[ "${oc#*=}" = 0 ] || die "$C's node was opened during the flash: $(cat opens.out)"
+[ "${oa#*=}" -ge 1 ] && [ "${ob#*=}" -ge 1 ] || die "no open of $NA and $NB seen: the watch sees nothing ($(cat opens.out))"
 python3 - sel.json $A $B <<'PY' || die "report: $(cat sel.json)"
 import json, sys
 r = json.load(open(sys.argv[1]))
@@ -95,7 +138,7 @@ PY
 read -r _ n _ first _ last <<<"$(grep answers hold.out)"
 python3 -c "import sys; n, f, l, t0, t1 = map(float, sys.argv[1:]); sys.exit(0 if n >= 5 and f < t0 and l > t1 else 1)" \
   "$n" "$first" "$last" "$t0" "$t1" || die "$C was not answering all through the flash: $(cat hold.out) (flash $t0 .. $t1)"
-pass "flash -s $A -s $B opened only $NA and $NB ($(wc -l <fds.seen) samples); $C, claimed by another client, answered $n getvars before, during and after it"
+pass "flash -s $A -s $B opened only $NA and $NB (inotify: $(grep '^opens' opens.out | cut -d' ' -f2-)); $C, claimed by another client, answered $n getvars before, during and after it"
 
 # The check can fail: naming C while it is held is refused, not waited out.
 rm -f stop
