@@ -5,8 +5,10 @@
 #   per-job  N `flashpipe flash -s tcp:... system=IMAGE` processes started at
 #            once, one per job, as N flasher deploys on one worker run them;
 #   one      one `flashpipe flash -s tcp:A -s tcp:B ... system=IMAGE` for all
-#            (a station, or a job that owns several boards).
-# Alternating rounds; per round: wall time until the last device finished,
+#            (a station, or a job that owns several boards);
+#   aosp     N AOSP clients (`fastboot -s tcp:... flash system IMAGE`, 29.0.6)
+#            at once, as LAVA's own fastboot deploy runs them (when installed).
+# A warm-up flash, then alternating rounds; per round: wall time until the last device finished,
 # CPU (user+sys) of the flashpipe clients and of the daemons per device, the
 # clients' peak memory (the sum of every process's peak for per-job).
 # Bounded: every round is killed after ROUND_SECONDS (default 180).
@@ -20,7 +22,7 @@ DEVICES=${DEVICES:-32}
 IMAGE_MB=${IMAGE_MB:-64}
 MAX_DOWNLOAD=${MAX_DOWNLOAD:-16M}
 ROUND_SECONDS=${ROUND_SECONDS:-180}
-command -v sgdisk >/dev/null || { echo "SKIP: sgdisk missing"; exit 77; }
+for t in sgdisk img2simg /usr/bin/time; do command -v $t >/dev/null || { echo "SKIP: $t missing"; exit 77; }; done
 work=$(mktemp -d -p "${BENCH_DIR:-/var/tmp}")
 trap 'rm -rf "$work"' EXIT
 
@@ -86,11 +88,20 @@ def flash_cmd(devs):
         cmd += ["-s", f"tcp:127.0.0.1:{port}"]
     return cmd + [f"system={image}"]
 
+aosp = shutil.which("fastboot")
 def run(mode):
-    cmds = [flash_cmd([p]) for p in ports] if mode == "per-job" else [flash_cmd(ports)]
+    if mode == "aosp":  # the AOSP client per job, as LAVA's fastboot deploy runs it
+        cmds = [[aosp, "-s", f"tcp:127.0.0.1:{p}", "flash", "system", image] for p in ports]
+    else:
+        cmds = [flash_cmd([p]) for p in ports] if mode == "per-job" else [flash_cmd(ports)]
     d0, t0 = daemon_cpu(), time.monotonic()
-    procs = {subprocess.Popen(["nice"] + c, stdout=subprocess.DEVNULL, stderr=open(f"{work}/{mode}.err", "a")).pid: c
-             for c in cmds}
+    # GNU time reports each client's own peak RSS (wait4 here would count
+    # this python's memory, which a forked child starts with); the CPU from
+    # wait4 covers time and what it waited for, the client.
+    rss_files = [f"{work}/rss.{mode}.{i}" for i in range(len(cmds))]
+    procs = {subprocess.Popen(["/usr/bin/time", "-f", "%M", "-o", rss_files[i], "nice"] + c, stdout=subprocess.DEVNULL,
+                              stderr=open(f"{work}/{mode}.err", "a")).pid: c
+             for i, c in enumerate(cmds)}
     cpu = rss = 0.0
     while procs:
         left = limit - (time.monotonic() - t0)
@@ -102,14 +113,18 @@ def run(mode):
         if status != 0:
             sys.exit(f"{mode}: {' '.join(procs[pid][:6])}... exited {status}: {open(f'{work}/{mode}.err').read()[-500:]}")
         cpu += ru.ru_utime + ru.ru_stime
-        rss += ru.ru_maxrss
         del procs[pid]
     wall = time.monotonic() - t0
+    rss = sum(int(open(f).read().split()[-1]) for f in rss_files)
     return wall, cpu / n, (daemon_cpu() - d0) / n, rss / 1024
 
-results = {"per-job": [], "one": []}
+# Warm-up, not counted: each daemon's download buffer grows to the largest
+# part on its first flash (page faults), which would fall on the first round.
+run("one")
+modes = ["per-job", "one"] + (["aosp"] if aosp else [])
+results = {m: [] for m in modes}
 for r in range(rounds):
-    for mode in (("per-job", "one") if r % 2 == 0 else ("one", "per-job")):
+    for mode in (modes if r % 2 == 0 else modes[::-1]):
         wall, cpu, dcpu, rss = run(mode)
         results[mode].append((wall, cpu, dcpu, rss))
         print(f"round {r + 1} {mode:8s} wall {wall:6.2f} s  client CPU/device {cpu * 1000:6.1f} ms  "
@@ -122,8 +137,10 @@ for mode, rows in results.items():
     w, c, d, m = med[mode]
     print(f"  {mode:8s} wall {w:6.2f} s  client CPU/device {c * 1000:6.1f} ms  daemon CPU/device {d * 1000:6.1f} ms  "
           f"client peak RSS {m:7.1f} MiB")
-a, b = med["per-job"], med["one"]
-print(f"  per-job / one: wall {a[0] / b[0]:.2f}x, client CPU {a[1] / b[1]:.2f}x, client memory {a[3] / b[3]:.2f}x")
+b = med["one"]
+for mode in modes[:1] + modes[2:]:
+    a = med[mode]
+    print(f"  {mode} / one: wall {a[0] / b[0]:.2f}x, client CPU {a[1] / b[1]:.2f}x, client memory {a[3] / b[3]:.2f}x")
 for p, _ in daemons:
     p.send_signal(signal.SIGTERM)
 for p, _ in daemons:
