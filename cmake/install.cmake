@@ -38,6 +38,12 @@ install(FILES ${GEN_DIR}/bash/flashpipe DESTINATION ${CMAKE_INSTALL_DATADIR}/bas
 install(FILES ${PROJECT_SOURCE_DIR}/README.md DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT flashpipe)
 # The JSON Schema of every --json report and of --progress json events.
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/docs/schema DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT flashpipe)
+# Lab integrations (contrib/labgrid, contrib/lava): the labgrid driver module
+# an environment's imports: names, the LAVA device-type template.
+install(FILES ${PROJECT_SOURCE_DIR}/contrib/labgrid/flashpipe_labgrid.py
+        DESTINATION ${CMAKE_INSTALL_DATADIR}/flashpipe/labgrid COMPONENT flashpipe)
+install(FILES ${PROJECT_SOURCE_DIR}/contrib/lava/flashpipe.jinja2
+        DESTINATION ${CMAKE_INSTALL_DATADIR}/flashpipe/lava COMPONENT flashpipe)
 
 # Paths that depend on the prefix chosen at install time (cmake --install
 # --prefix, cpack's /usr), so they are worked out then: with prefix /usr the

@@ -16,6 +16,7 @@ PACKAGES=(
   gzip xz-utils zstd bzip2 lz4
   dpkg-dev man-db groff-base zsh systemd
   qemu-system-x86 busybox-static
+  python3-labgrid python3-pytest lava-dispatcher
 )
 
 missing=()

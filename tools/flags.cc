@@ -45,8 +45,9 @@ void PrintUsageError(CLI::App& app, const std::string& message) {
 void Decorate(CLI::App& app, const std::shared_ptr<Formatter>& formatter, bool interruptible) {
   app.formatter(formatter);
   std::string exit_status = interruptible
-      ? "Exit status: 0 done, 1 failed, 2 usage error, 130 interrupted by SIGINT (143 by SIGTERM): stopped cleanly,\n"
-        "the state of each target said on stderr and in the report."
+      ? "Exit status: 0 done, 1 failed, 2 usage error, 130 interrupted by SIGINT (143 by SIGTERM, 129 by SIGHUP): stopped\n"
+        "cleanly,"
+        " the state of each target said on stderr and in the report."
       : "Exit status: 0 done, 1 failed, 2 usage error.";
   std::string own = app.get_footer();
   app.footer(own.empty() ? exit_status : own + "\n\n" + exit_status);

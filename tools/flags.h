@@ -4,8 +4,9 @@
 //   0    the command did what was asked
 //   1    it failed (bad image, target too small, I/O error, verify mismatch...)
 //   2    usage: unknown flag, bad flag value, missing argument
-//   130  interrupted by SIGINT, 143 by SIGTERM (128 + the signal, as shells
-//        report it), for the commands that stop cleanly (tools/interrupt.h)
+//   130  interrupted by SIGINT, 143 by SIGTERM, 129 by SIGHUP (128 + the
+//        signal, as shells report it), for the commands that stop cleanly
+//        (tools/interrupt.h)
 //
 // Writer flags (write, serve, bench, and every later command that writes or
 // reads a device through the engine):
@@ -38,7 +39,7 @@ std::string CommandName(const char* argv0);
 // Parses argv. On --help prints the help and returns 0; on a usage error
 // prints "flashpipe CMD: error: ..." and a hint, and returns 2; otherwise
 // nullopt (go on). `interruptible`: the command stops cleanly on SIGINT and
-// SIGTERM, and its help's exit status says 130/143.
+// SIGTERM (and SIGHUP), and its help's exit status says 130/143/129.
 std::optional<int> ParseOrExit(CLI::App& app, int argc, char** argv, bool interruptible = false);
 
 // A flag value the parser accepted but the command refused (a bad --backend,

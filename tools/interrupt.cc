@@ -25,7 +25,7 @@ const CancelFlag* CancelOnSignals() {
   sa.sa_handler = OnSignal;
   sigemptyset(&sa.sa_mask);
   sa.sa_flags = SA_RESTART;  // requests in flight complete; the job polls the flag
-  for (int s : {SIGINT, SIGTERM}) {
+  for (int s : {SIGINT, SIGTERM, SIGHUP}) {
     struct sigaction old = {};
     // A signal ignored when we started (a background job of a script, nohup)
     // stays ignored, as the shell meant.

@@ -1,8 +1,10 @@
-// SIGINT and SIGTERM for the commands that run long jobs (write, read,
-// bench): the first one sets a CancelFlag the job polls, so it stops at its
-// next request, drains what is in flight, removes its temporary files and
-// reports (exit 128 + signal: 130 for SIGINT, 143 for SIGTERM, as a shell
-// reports a program killed by it). A second one ends the process at once,
+// SIGINT, SIGTERM and SIGHUP for the commands that run long jobs (write,
+// read, bench): the first one sets a CancelFlag the job polls, so it stops at
+// its next request, drains what is in flight, removes its temporary files and
+// reports (exit 128 + signal: 130 for SIGINT, 143 for SIGTERM, 129 for SIGHUP,
+// as a shell reports a program killed by it). SIGHUP is what a closed ssh
+// session or terminal sends, and what LAVA sends first when a command
+// overruns its timeout (pexpect's terminate). A second one ends the process at once,
 // the default way, for a job stuck where it cannot poll (a read from a
 // silent pipe).
 #pragma once

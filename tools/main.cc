@@ -37,7 +37,7 @@ constexpr Command kCommands[] = {
 
 constexpr const char* kSummary = "disk images onto storage at the speed of the storage";
 constexpr const char* kExitStatus =
-    "exit status: 0 done, 1 failed, 2 usage error, 130/143 interrupted by SIGINT/SIGTERM (write, read, bench)";
+    "exit status: 0 done, 1 failed, 2 usage error, 130/143/129 interrupted by SIGINT/SIGTERM/SIGHUP (write, read, bench)";
 
 void Usage(FILE* out) {
   std::fprintf(out, "flashpipe %s: %s\n\n"

@@ -108,6 +108,7 @@ Status DeviceSession::FlashImage(const std::string& partition, Cursor& cursor, F
                                          "(a raw stream): give a file, or a compressed image that records its size",
                                          partition));
     }
+    stats->started = true;  // a resize may lose what the partition held
     FP_RETURN_IF_ERROR(Run(fmt::format("resize-logical-partition:{}:{}", partition, shape.bytes),
                            fmt::format("Resizing '{}'", partition), observer));
   }
@@ -129,7 +130,6 @@ Status DeviceSession::FlashImage(const std::string& partition, Cursor& cursor, F
     }
     cursor.PartStart(part->begin);
     observer.OnSending(partition, i + 1, planned.size(), part->bytes);
-    stats->started = true;
     Status st = client_.Download(static_cast<uint32_t>(part->bytes), [&](DataOut& out) {
       return WritePart(*part, shape, cursor, cursor, out);
     });
@@ -137,6 +137,7 @@ Status DeviceSession::FlashImage(const std::string& partition, Cursor& cursor, F
     FP_RETURN_IF_ERROR(st);
     stats->bytes += part->bytes;
     observer.OnWriting(partition);
+    stats->started = true;  // a download alone (or a refused one) changes nothing; a flash command may
     st = client_.Command("flash:" + partition).status();
     observer.OnWritten(st);
     FP_RETURN_IF_ERROR(st);

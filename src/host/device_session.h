@@ -39,7 +39,7 @@ struct FlashStats {
   size_t parts = 0;          // parts flashed (OKAY)
   size_t parts_planned = 0;  // when known
   uint64_t bytes = 0;        // download bytes sent
-  bool started = false;      // a download reached the device: the partition may have changed
+  bool started = false;      // a flash (or resize) command was sent: the partition may have changed
 };
 
 class DeviceSession {

@@ -58,7 +58,7 @@ struct StepResult {
   size_t parts = 0, parts_planned = 0;
   uint64_t bytes = 0;
   double seconds = 0;
-  bool changed = false;    // a download reached the device: the partition may have changed
+  bool changed = false;    // a flash command was sent: the partition may have changed
   int attempt = 1;
   bool read_alone = false;  // read the image on its own (fell behind, or a retry)
   std::string verify = "not_run";  // --verify: "ok", "mismatch", "failed", or "not_run"

@@ -149,6 +149,11 @@ TEST_F(FleetTest, ALockedDeviceIsReportedAsRefused) {
   EXPECT_EQ(results[1].attempts, 1);  // a refusal is not retried
   EXPECT_TRUE(Flashed(ok));
   EXPECT_EQ(locked->partitions.at("boot_a")[0], 0xDC);
+  // A refused download changed nothing: the report must not send anyone to
+  // check a partition the device never wrote (it said partly_written before).
+  EXPECT_FALSE(results[1].steps[0].changed);
+  std::string json = FleetJson(results, 1);
+  EXPECT_NE(json.find("\"written\": [], \"partly_written\": []"), std::string::npos) << json;
 }
 
 TEST_F(FleetTest, RetryFlashesAgainFromTheFirstUnfinishedStep) {

@@ -1,8 +1,12 @@
 #include "host/libusb_backend.h"
 
 #include <libusb-1.0/libusb.h>
+#include <unistd.h>
 
+#include <cstdio>
+#include <fstream>
 #include <mutex>
+#include <optional>
 
 #include "wire/usb.h"
 
@@ -59,6 +63,46 @@ bool FindInterface(libusb_device* dev, UsbDeviceInfo* info) {
   }
   libusb_free_config_descriptor(config);
   return found;
+}
+
+// The serial number the kernel read when the device enumerated, from sysfs,
+// with every non-ASCII character as '?' (as libusb_get_string_descriptor_ascii
+// gives it). Listing so opens no device: only those asked for are opened,
+// and another process keeps using the others undisturbed (another job's
+// flashpipe, the AOSP client; docs/contracts.md). nullopt: sysfs does not
+// know the device (then it is opened to ask).
+std::optional<std::string> SysfsSerial(const std::string& path) {
+  std::string dir = "/sys/bus/usb/devices/" + path;
+  if (::access(dir.c_str(), F_OK) != 0) return std::nullopt;
+  std::ifstream f(dir + "/serial");  // absent: the device has no serial string
+  std::string utf8, ascii;
+  if (f) std::getline(f, utf8);
+  for (unsigned char c : utf8) {
+    if (c < 0x80) ascii += static_cast<char>(c);
+    else if (c >= 0xC0) ascii += '?';  // a code point's first byte; its continuation bytes are dropped
+  }
+  return ascii;
+}
+
+// Whether this process may open the device's usbfs node (else "no permissions").
+bool UsbfsWritable(uint8_t bus, uint8_t address) {
+  char node[32];
+  std::snprintf(node, sizeof node, "/dev/bus/usb/%03u/%03u", bus, address);
+  return ::access(node, R_OK | W_OK) == 0;
+}
+
+// The serial by opening the device and asking it: where sysfs is missing.
+void SerialByOpening(libusb_device* dev, const libusb_device_descriptor& desc, UsbDeviceInfo* info) {
+  libusb_device_handle* h = nullptr;
+  if (libusb_open(dev, &h) != 0) {
+    info->writable = false;
+    return;
+  }
+  unsigned char serial[256] = {};
+  if (desc.iSerialNumber != 0 && libusb_get_string_descriptor_ascii(h, desc.iSerialNumber, serial, sizeof serial) > 0) {
+    info->serial = reinterpret_cast<char*>(serial);
+  }
+  libusb_close(h);
 }
 
 struct ContextExit {
@@ -119,16 +163,11 @@ class LibUsbBackend : public UsbBackend {
       info.bus = libusb_get_bus_number(list[i]);
       info.address = libusb_get_device_address(list[i]);
       info.path = PathOf(list[i]);
-      libusb_device_handle* h = nullptr;
-      if (libusb_open(list[i], &h) == 0) {
-        unsigned char serial[256] = {};
-        if (desc.iSerialNumber != 0 &&
-            libusb_get_string_descriptor_ascii(h, desc.iSerialNumber, serial, sizeof serial) > 0) {
-          info.serial = reinterpret_cast<char*>(serial);
-        }
-        libusb_close(h);
+      if (auto serial = SysfsSerial(info.path)) {
+        info.serial = *serial;
+        info.writable = UsbfsWritable(info.bus, info.address);
       } else {
-        info.writable = false;
+        SerialByOpening(list[i], desc, &info);
       }
       out.push_back(info);
     }

@@ -6,6 +6,10 @@
 // So a device that comes back (--retry, "waiting for device") is found
 // with or without udevd. Every call may come from any thread. A kernel
 // driver bound to the interface is detached while it is claimed.
+// List() opens no device: serial numbers come from sysfs (the kernel read
+// them at enumeration), so only the devices a command names are opened and
+// claimed, and other processes keep theirs; only without sysfs is each
+// fastboot device opened briefly to ask for its serial.
 #pragma once
 
 #include <memory>

@@ -8,6 +8,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
+
 #include "base/fd_io.h"
 #include "input/decompress_reader.h"
 #include "input/sources.h"
@@ -176,7 +179,12 @@ Result<std::unique_ptr<ImageSource>> OpenSeekable(UniqueFd fd, const std::string
 Result<std::unique_ptr<ImageSource>> OpenPath(const std::string& path, const SourceOptions& options,
                                               const Bmap* bmap, std::string role) {
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!fd.valid()) return ErrnoError(fmt::format("cannot open image {}", path));
+  if (!fd.valid()) {
+    // A missing image is the job's mistake, not the machine's: not_found in a report, not io_error.
+    int e = errno;
+    if (e == ENOENT) return NotFound(fmt::format("cannot open image {}: {}", path, std::strerror(e)));
+    return IoError(fmt::format("cannot open image {}", path), e);
+  }
   struct stat st;
   if (::fstat(fd.get(), &st) != 0) return ErrnoError(fmt::format("cannot stat image {}", path));
   InputFile input{std::move(role), FileIdOf(st)};

@@ -66,7 +66,8 @@ if grep -v "^$root/" installed.txt; then fail "installed outside $root"; fi
 for f in bin/flashpipe share/man/man1/flashpipe.1 share/bash-completion/completions/flashpipe \
          share/zsh/site-functions/_flashpipe lib/systemd/system/flashpipe-serve.service \
          etc/default/flashpipe-serve share/doc/flashpipe/README.md \
-         share/doc/flashpipe/schema/write-report.schema.json; do
+         share/doc/flashpipe/schema/write-report.schema.json share/flashpipe/labgrid/flashpipe_labgrid.py \
+         share/flashpipe/lava/flashpipe.jinja2; do
   [ -f "$root/$f" ] || fail "missing $f"
 done
 for l in img2simg simg2img append2simg; do
