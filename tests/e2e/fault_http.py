@@ -14,13 +14,14 @@ request, so a test changes faults between runs) may hold:
                 connection is closed); drop_seed seeds the choice
   drop_first    the first N bodies are cut at a random offset
   stall_once    seconds to stop sending once, half-way through the first body
-                of at least 64 KiB
+                of at least 1 MiB (not the probe's)
   ignore_range  answer 200 with the whole file to every Range request
   change_after  after N answers, the file's bytes and ETag change
   short_length  send a Content-Length N bytes larger than the body, then close
   redirect_loop answer every request with a 302 to itself
   no_validators send neither ETag nor Last-Modified
-Counters (answers so far, stalls done) live in memory.
+Counters (answers so far, stalls done) live in memory and start again when
+CONFIG_FILE changes.
 """
 import http.server
 import json
@@ -38,10 +39,18 @@ rng = random.Random(1)
 
 
 def config():
+    """The faults; counters start again whenever the file changes."""
     try:
         with open(CONFIG_FILE) as f:
-            return json.load(f)
-    except (OSError, ValueError):
+            text = f.read()
+    except OSError:
+        text = "{}"
+    with lock:
+        if state.get("config") != text:
+            state.update(config=text, answers=0, stalled=False, bodies=0)
+    try:
+        return json.loads(text)
+    except ValueError:
         return {}
 
 
@@ -75,13 +84,22 @@ class Handler(http.server.BaseHTTPRequestHandler):
         pass
 
     def content(self, path, cfg, answer):
-        with open(path, "rb") as f:
-            data = f.read()
-        etag = '"%x-%x"' % (os.stat(path).st_mtime_ns, len(data))
-        if cfg.get("change_after") is not None and answer >= cfg["change_after"]:
-            data = bytes(b ^ 0xFF for b in data[:4096]) + data[4096:]
-            etag = '"changed-%x"' % len(data)
-        return data, etag
+        """(size, etag, read(a, b)): the file as this answer serves it."""
+        size = os.stat(path).st_size
+        etag = '"%x-%x"' % (os.stat(path).st_mtime_ns, size)
+        changed = (cfg.get("change_after") is not None and answer >= cfg["change_after"]
+                   and not path.endswith(".bmap"))
+        if changed:
+            etag = '"changed-%x"' % size
+
+        def read(a, b):
+            with open(path, "rb") as f:
+                f.seek(a)
+                d = f.read(b - a)
+            if changed and a < 4096:
+                d = bytes(x ^ 0xFF for x in d[:4096 - a]) + d[4096 - a:]
+            return d
+        return size, etag, read
 
     def send_body(self, body, cfg, declared=None):
         """Sends `body`, with the configured faults; returns bytes sent."""
@@ -93,7 +111,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
                      (cfg.get("drop_prob", 0) and rng.random() < cfg["drop_prob"])):
             cut = rng.randrange(0, len(body))
         stall_at = None
-        if cfg.get("stall_once") and len(body) >= 65536:
+        if cfg.get("stall_once") and len(body) >= (1 << 20):
             with lock:
                 if not state["stalled"]:
                     state["stalled"] = True
@@ -144,8 +162,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 self.wfile.write(body)
             log("%s %s 404 0" % (self.command, self.path))
             return
-        data, etag = self.content(path, cfg, answer)
-        size = len(data)
+        size, etag, read = self.content(path, cfg, answer)
         lastmod = self.date_time_string(int(os.stat(path).st_mtime) + (7 if "changed" in etag else 0))
         ranges = None
         rh = self.headers.get("Range")
@@ -163,17 +180,17 @@ class Handler(http.server.BaseHTTPRequestHandler):
             log("%s %s 416 0" % (self.command, self.path))
             return
         if ranges is None:
-            status, body, headers = 200, data, [("Content-Type", "application/octet-stream")]
+            status, body, headers = 200, read(0, size), [("Content-Type", "application/octet-stream")]
         elif len(ranges) == 1:
             a, b = ranges[0]
-            status, body = 206, data[a:b]
+            status, body = 206, read(a, b)
             headers = [("Content-Type", "application/octet-stream"), ("Content-Range", "bytes %d-%d/%d" % (a, b - 1, size))]
         else:
             boundary = "fault%d" % answer
             parts = []
             for a, b in ranges:
                 parts.append(("\r\n--%s\r\nContent-Type: application/octet-stream\r\nContent-Range: bytes %d-%d/%d\r\n\r\n"
-                              % (boundary, a, b - 1, size)).encode() + data[a:b])
+                              % (boundary, a, b - 1, size)).encode() + read(a, b))
             body = b"".join(parts) + ("\r\n--%s--\r\n" % boundary).encode()
             status, headers = 206, [("Content-Type", "multipart/byteranges; boundary=" + boundary)]
         declared = len(body) + cfg["short_length"] if cfg.get("short_length") else None

@@ -32,7 +32,10 @@ start_nginx() {
       ssl="server { listen 127.0.0.1:$NGINX_SSL_PORT ssl; ssl_certificate $cert; ssl_certificate_key $key; root $root; $extra }"
     fi
     NGINX_LOG=$dir/access.log
+    local user=""
+    [ "$(id -u)" = 0 ] && user="user root;"  # workers read the test's 0700 temp dir
     cat >"$dir/nginx.conf" <<EOF
+$user
 worker_processes 1;
 pid $dir/nginx.pid;
 error_log $dir/error.log;
