@@ -221,4 +221,24 @@ timeout 60 "$FP" bmap create --cache "$T/cache" --no-progress "$N/plain.img" -o 
 "$FP" write --no-progress --bmap url.bmap www/disk.img bm.img && cmp -s bm.img www/disk.img || fail "bmap of a URL does not write the image"
 ok "dump and bmap create of a URL"
 
+# ---- the host side: flash and fastboot flash of a URL into a daemon's partition
+truncate -s 80M sys.part
+"$FP" serve -v --tcp 127.0.0.1:0 --state "$T/serve.state" --partition system="$T/sys.part" >serve.out 2>serve.log & sp=$!
+BG+=("$sp")
+for _ in $(seq 100); do
+  port=$(sed -n 's/^serve: listening on tcp 127\.0\.0\.1:\([0-9][0-9]*\)$/\1/p' serve.out 2>/dev/null | head -1)
+  [ -n "$port" ] && break
+  sleep 0.1
+done
+[ -n "$port" ] || fail "serve did not start: $(cat serve.log)"
+timeout 120 "$FP" flash --no-progress --cache "$T/cache" -s "tcp:127.0.0.1:$port" "system=$N/disk.img" --json=fl.json 2>fl.err ||
+  fail "flash URL: $(cat fl.err)"
+cmp -s -n "$SIZE" sys.part www/disk.img || fail "flash URL: the partition differs from the image"
+[ "$(jq '.downloads[0].bytes_needed' fl.json)" = "$MAPPED" ] || fail "flash URL: $(jq -c .downloads fl.json)"
+truncate -s 0 sys.part && truncate -s 80M sys.part
+timeout 120 "$FP" fastboot --cache "$T/cache" -s "tcp:127.0.0.1:$port" flash system "$N/disk.simg" 2>fb.err || fail "fastboot flash URL: $(cat fb.err)"
+cmp -s -n "$SIZE" sys.part www/disk.img || fail "fastboot flash URL: the partition differs from the image"
+kill "$sp"; wait "$sp" 2>/dev/null || true
+ok "flash (raw + bmap: the mapped ranges) and fastboot flash (sparse) of a URL"
+
 echo "http_source_test: $PASS passed"
