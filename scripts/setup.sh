@@ -11,6 +11,7 @@ PACKAGES=(
   liburing-dev libcli11-dev libfmt-dev libgtest-dev libgmock-dev
   libisal-dev zlib1g-dev libarchive-dev libzstd-dev liblzma-dev libbz2-dev liblz4-dev
   libpugixml-dev libssl-dev libblkid-dev libfdisk-dev libusb-1.0-0-dev
+  libcurl4-openssl-dev libgpgme-dev gnupg nginx-light openssl curl jq python3-gpg
   fastboot android-sdk-libsparse-utils bmap-tools fio
   e2fsprogs gdisk fdisk util-linux xxd python3 python3-fuse python3-jsonschema time
   gzip xz-utils zstd bzip2 lz4

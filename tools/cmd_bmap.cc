@@ -4,8 +4,11 @@
 
 #include <cstdio>
 
+#include "fetch/url.h"
+#include "input/remote_image.h"
 #include "output/bmap_job.h"
 #include "tools/commands.h"
+#include "tools/fetch_flags.h"
 #include "tools/flags.h"
 
 namespace flashpipe::tools {
@@ -19,7 +22,11 @@ int RunBmap(int argc, char** argv) {
   WriterFlags io;
   std::string json;
   bool no_progress = false;
-  create->add_option("IMAGE", r.image, "a raw image file, a block device, or DEVICE:NAME (a GPT partition)")
+  FetchFlags fetch_flags;
+  AddFetchFlags(*create, fetch_flags);
+  create->add_option("IMAGE", r.image,
+                     "a raw image file, a block device, DEVICE:NAME (a GPT partition), or an http(s) URL (fetched "
+                     "whole; its non-zero blocks are mapped)")
       ->required();
   create->add_option("-o,--output", r.output, "the bmap file (default: stdout)");
   create->add_flag("--zeros-unmapped", r.zeros_unmapped,
@@ -36,6 +43,17 @@ int RunBmap(int argc, char** argv) {
     return UsageError(app, InvalidArgument("the bmap and --json cannot both go to stdout: use -o FILE or --json=FILE"));
   }
   if (Status s = CheckJsonFile(json, {r.image, r.output}); !s.ok()) return UsageError(app, s);
+  std::optional<input::FetchedImage> fetched;  // a URL: its cache entry is the image
+  if (fetch::IsUrl(r.image)) {
+    input::SourceOptions o;
+    if (Status s = ApplyFetchFlags(fetch_flags, r.image, &o); !s.ok()) return UsageError(app, s);
+    auto f = input::FetchImage(r.image, o);
+    if (!f.ok()) return ExitWith("bmap create", f.status());
+    std::fprintf(stderr, "flashpipe bmap create: %s: %s\n", f->report.url.c_str(), fetch::FetchSummary(f->report).c_str());
+    fetched = std::move(*f);
+    r.image = fetched->path;
+    r.zeros_unmapped = true;  // a fetched file has no holes of its own to tell
+  }
   bool quiet = no_progress || json == "-" || !::isatty(STDERR_FILENO);
   input::Progress progress(stderr, quiet ? input::ProgressMode::kOff : input::ProgressMode::kBar,
                            "flashpipe bmap create");

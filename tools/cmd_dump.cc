@@ -20,11 +20,14 @@
 
 #include "base/atomic_file.h"
 #include "base/json.h"
+#include "fetch/url.h"
 #include "input/byte_reader.h"
 #include "input/decompress_reader.h"
 #include "input/detect.h"
+#include "input/remote_image.h"
 #include "sparse/decoder.h"
 #include "tools/commands.h"
+#include "tools/fetch_flags.h"
 #include "tools/flags.h"
 #include "tools/sparse_tools.h"
 
@@ -200,9 +203,21 @@ int RunDump(int argc, char** argv) {
   bool no_crc = false;
   AddJsonFlag(app, json_path, "the header, chunks and totals");
   app.add_flag("--no-crc-check", no_crc, "do not verify CRC32 chunks");
-  app.add_option("SPARSE", path, "sparse image, possibly compressed; - for stdin")->required();
+  app.add_option("SPARSE", path, "sparse image, possibly compressed; - for stdin; an http(s) URL (fetched whole)")
+      ->required();
+  FetchFlags fetch_flags;
+  AddFetchFlags(app, fetch_flags);
   if (auto code = ParseOrExit(app, argc, argv)) return *code;
   if (Status s = CheckJsonFile(json_path, {path}); !s.ok()) return UsageError(app, s);
+  std::optional<input::FetchedImage> fetched;  // a URL: its cache entry is dumped
+  if (fetch::IsUrl(path)) {
+    input::SourceOptions o;
+    if (Status s = ApplyFetchFlags(fetch_flags, path, &o); !s.ok()) return UsageError(app, s);
+    auto f = input::FetchImage(path, o);
+    if (!f.ok()) return ExitWith("dump", f.status());
+    fetched = std::move(*f);
+    path = fetched->path;
+  }
   auto in = OpenDumpInput(path);
   if (!in.ok()) return ExitWith("dump", in.status());
   const bool json = !json_path.empty();

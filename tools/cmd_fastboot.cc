@@ -2,9 +2,11 @@
 // The AOSP fastboot client's verbs, arguments and output on flashpipe's
 // host side; see src/host/fastboot_verbs.h.
 #include "base/units.h"
+#include "fetch/url.h"
 #include "host/fastboot_verbs.h"
 #include "host/libusb_backend.h"
 #include "tools/commands.h"
+#include "tools/fetch_flags.h"
 #include "tools/flags.h"
 
 namespace flashpipe::tools {
@@ -17,6 +19,7 @@ struct Flags {
   std::string sparse_limit, set_active;
   double timeout = 120;
   bool verbose = false;
+  FetchFlags fetch;
 };
 
 void AddFlags(CLI::App& app, Flags& f) {
@@ -40,7 +43,9 @@ void AddFlags(CLI::App& app, Flags& f) {
   app.footer("Same commands, arguments and output as the AOSP client 29.0.6 (fastboot), so a script switches by\n"
              "changing the program name. Images are streamed (never held whole), zero blocks are not sent, and every image is cut\n"
              "for the device's max-download-size without the AOSP client's padding bugs. Unlike the AOSP client, a\n"
-             "compressed image (gzip, xz, zstd, bzip2, lz4) is decompressed, not sent as it is.");
+             "compressed image (gzip, xz, zstd, bzip2, lz4) is decompressed, not sent as it is. IMAGE may be an\n"
+             "http(s) URL: fetched into the cache first (with a bmap beside it, only its mapped ranges).");
+  AddFetchFlags(app, f.fetch);
 }
 
 }  // namespace
@@ -56,6 +61,11 @@ int RunFastboot(int argc, char** argv) {
     if (!s.ok() || *s == 0) return UsageError(app, InvalidArgument(fmt::format("-S {}: not a size", f.sparse_limit)));
     f.args.sparse_limit = *s;
   }
+  std::string url;
+  for (const std::string& c : f.args.commands)
+    if (url.empty() && fetch::IsUrl(c)) url = c;
+  f.args.sources.find_bmap = true;
+  if (Status s = ApplyFetchFlags(f.fetch, url, &f.args.sources); !s.ok()) return UsageError(app, s);
   if (!f.set_active.empty()) f.args.set_active = f.set_active == kCurrentSlot ? "" : f.set_active;
   f.args.timeout = std::chrono::milliseconds(static_cast<int64_t>(f.timeout * 1000));
   auto usb = host::LibUsb();

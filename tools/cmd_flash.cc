@@ -9,11 +9,14 @@
 #include <set>
 
 #include "base/units.h"
+#include "fetch/url.h"
 #include "host/device_address.h"
 #include "host/fleet.h"
 #include "host/fleet_progress.h"
 #include "host/libusb_backend.h"
+#include "input/remote_image.h"
 #include "tools/commands.h"
+#include "tools/fetch_flags.h"
 #include "tools/flags.h"
 
 namespace flashpipe::tools {
@@ -25,10 +28,11 @@ struct Flags {
   std::string slot, window = "32M", json;
   int retries = 0;
   double retry_wait = 30, timeout = 120, lag_limit = 3;
+  FetchFlags fetch;
 };
 
 void AddFlags(CLI::App& app, Flags& f) {
-  app.add_option("PARTITION=IMAGE", f.steps, "what to flash, in order (IMAGE: raw, sparse, gzip/xz/zstd/bzip2/lz4, - for stdin)")
+  app.add_option("PARTITION=IMAGE", f.steps, "what to flash, in order (IMAGE: raw, sparse, gzip/xz/zstd/bzip2/lz4, - for stdin, an http(s) URL)")
       ->required();
   app.add_option("-s,--device", f.devices,
                  "a device: USB serial, usb:PATH, tcp:HOST[:PORT] or udp:HOST[:PORT] (repeat for more)")
@@ -53,11 +57,35 @@ void AddFlags(CLI::App& app, Flags& f) {
                "(oem digest, flashpipe serve); the images are read once more first (not stdin)");
   AddJsonFlag(app, f.json, "the report (every device, every step)");
   app.add_flag("--no-progress", f.no_progress, "no progress output");
+  AddFetchFlags(app, f.fetch);
   app.footer(
       "Every image is read and checked before any device is touched, then read once more while it is sent to all\n"
       "devices at once, cut for each device's max-download-size (TCP devices get a sparse or raw file's data\n"
       "straight from the file by sendfile). A device that fails or vanishes fails alone; one\n"
-      "that is slower than the others reads the image on its own. Exit status 0 when every device was flashed.");
+      "that is slower than the others reads the image on its own. Exit status 0 when every device was flashed.\n"
+      "An http(s) IMAGE (or --bmap) is fetched into the cache first, once for all devices (a raw image with a bmap:\n"
+      "only its mapped ranges), and flashed from there.");
+}
+
+// Images at URLs: fetched (once for every device) into the cache, then
+// flashed from their entries, which `held` keeps in use.
+Status FetchUrlImages(const FetchFlags& flags, std::vector<host::FlashStep>& steps,
+                      std::vector<input::FetchedImage>* held) {
+  size_t urls = std::count_if(steps.begin(), steps.end(), [](const auto& s) { return fetch::IsUrl(s.image.path); });
+  for (host::FlashStep& s : steps) {
+    if (!fetch::IsUrl(s.image.path)) continue;
+    input::SourceOptions o;
+    FP_RETURN_IF_ERROR(ApplyFetchFlags(flags, urls == 1 ? s.image.path : "", &o, nullptr));
+    if (!flags.sha256sums.empty() && urls > 1) FP_RETURN_IF_ERROR(input::ApplySha256Sums(flags.sha256sums, s.image.path, &o));
+    o.bmap_path = s.image.bmap;
+    o.find_bmap = s.image.bmap.empty();
+    std::fprintf(stderr, "flashpipe flash: fetching %s\n", fetch::DisplayUrl(s.image.path).c_str());
+    FP_ASSIGN_OR_RETURN(input::FetchedImage f, input::FetchImage(s.image.path, o));
+    std::fprintf(stderr, "flashpipe flash: %s: %s\n", f.report.url.c_str(), fetch::FetchSummary(f.report).c_str());
+    s.image = {f.path, f.bmap};
+    held->push_back(std::move(f));
+  }
+  return Status::Ok();
 }
 
 std::chrono::milliseconds Ms(double seconds) { return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000)); }
@@ -151,6 +179,10 @@ int RunFlash(int argc, char** argv) {
   auto mode = f.no_progress || f.json == "-" ? host::FleetProgress::Mode::kOff
               : ::isatty(STDERR_FILENO)     ? host::FleetProgress::Mode::kRedraw
                                             : host::FleetProgress::Mode::kLines;
+  std::vector<input::FetchedImage> fetched;
+  if (Status st = FetchUrlImages(f.fetch, *steps, &fetched); !st.ok()) return ExitWith("flash", st);
+  std::vector<fetch::FetchReport> downloads;
+  for (const input::FetchedImage& x : fetched) downloads.push_back(x.report);
   host::FleetProgress progress(stderr, mode, *devices);
   host::Fleet fleet(
       *devices, *steps,
@@ -164,7 +196,7 @@ int RunFlash(int argc, char** argv) {
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (f.json != "-") Summary(results);
   Status st;
-  if (!f.json.empty()) st = WriteJson(f.json, host::FleetJson(results, seconds));
+  if (!f.json.empty()) st = WriteJson(f.json, host::FleetJson(results, seconds, downloads));
   size_t failed = std::count_if(results.begin(), results.end(), [](const auto& r) { return r.result != "ok"; });
   if (st.ok() && failed > 0) st = Unsupported(fmt::format("{} of {} devices failed", failed, results.size()));
   return ExitWith("flash", st);

@@ -8,6 +8,7 @@
 #include "base/units.h"
 #include "input/write_job.h"
 #include "tools/commands.h"
+#include "tools/fetch_flags.h"
 #include "tools/flags.h"
 #include "tools/interrupt.h"
 #include "tools/progress_flag.h"
@@ -18,11 +19,12 @@ namespace {
 struct Flags {
   std::string zero_mode = "auto", json, progress = "auto";
   WriterFlags writer;
+  FetchFlags fetch;
   bool verify_only = false, no_progress = false, no_crc_check = false, no_bmap = false, no_digest = false;
 };
 
 void AddFlags(CLI::App& app, input::WriteRequest& r, Flags& f) {
-  app.add_option("IMAGE", r.image, "image: a file, - for stdin, or sparse parts a.simg,b.simg")->required();
+  app.add_option("IMAGE", r.image, "image: a file, - for stdin, sparse parts a.simg,b.simg, or an http(s) URL")->required();
   app.add_option("TARGET", r.targets, "regular files or block devices, written at once")->required();
   app.footer(
       "Nothing is changed until every target and the image (header, size) passed their checks. A file target is\n"
@@ -30,11 +32,14 @@ void AddFlags(CLI::App& app, input::WriteRequest& r, Flags& f) {
       "block devices are written in place. A target that is the image, a part, the bmap or stdin is refused.\n"
       "Without --bmap, IMAGE.bmap is used when it exists, else the same name with IMAGE's extensions removed one\n"
       "by one (foo.img.xz: foo.img.xz.bmap, foo.img.bmap, foo.bmap), as bmaptool copy finds it; it must match.\n"
+      "An http(s) URL is fetched into the cache while it is written: a raw image with a bmap only its mapped ranges\n"
+      "(by Range requests), anything else whole; a dropped or stalled transfer resumes where it stopped, a file that\n"
+      "changed on the server fails the run. A bmap signature (inline, BMAP.asc, BMAP.sig) is checked as bmaptool does.\n"
       "SIGINT or SIGTERM stops at the next request (exit 130 or 143): a file target stays as it was, a device written\n"
       "in place is reported \"partially written, do not use\" (an --in-place file too: it was cut to the image's size\n"
       "first), and the --json report says \"interrupted\": true. The JSON Schema of --json and of --progress json\n"
       "events: docs/schema/ in the source, share/doc/flashpipe/schema/ once installed.");
-  app.add_option("--bmap", r.source.bmap_path, "bmaptool block map of a raw image: write only its mapped ranges");
+  app.add_option("--bmap", r.source.bmap_path, "bmaptool block map (a file or URL) of a raw image: write only its mapped ranges");
   app.add_flag("--no-bmap", f.no_bmap, "do not look for a block map beside the image");
   app.add_flag("--verify", r.writer.verify, "read every target back (O_DIRECT) and compare");
   app.add_flag("--verify-only", f.verify_only, "do not write: compare the targets with the image");
@@ -50,6 +55,7 @@ void AddFlags(CLI::App& app, input::WriteRequest& r, Flags& f) {
   AddProgressFlags(app, f.progress, f.no_progress);
   app.add_flag("--no-digest", f.no_digest, "do not compute the image's SHA-256 for the report");
   app.add_flag("--no-crc-check", f.no_crc_check, "do not check CRC32 chunks of sparse images");
+  AddFetchFlags(app, f.fetch);
 }
 
 Status ApplyFlags(const Flags& f, input::WriteRequest& r) {
@@ -101,6 +107,9 @@ int RunWrite(int argc, char** argv) {
   if (!flags.json.empty()) request.other_outputs.push_back({flags.json, "the --json report"});
   if (*mode == input::ProgressMode::kJson) request.other_outputs.push_back({"-", "the --progress=json events"});
   request.cancel = CancelOnSignals();
+  if (Status s = ApplyFetchFlags(flags.fetch, request.image, &request.source, request.cancel); !s.ok()) {
+    return s.code() == Code::kInvalidArgument ? UsageError(app, s) : ExitWith("write", s);
+  }
   input::Progress progress(stderr, *mode, "flashpipe write");
   input::WriteReport report =
       flags.verify_only ? input::VerifyOnly(request, &progress) : input::RunWriteJob(request, &progress);

@@ -21,6 +21,7 @@ int RunBmap(int argc, char** argv);
 int RunLp(int argc, char** argv);
 int RunFlash(int argc, char** argv);
 int RunFastboot(int argc, char** argv);
+int RunCache(int argc, char** argv);
 
 // The one place a Status becomes an exit status: prints
 // "flashpipe <command>: error: <status>" to stderr, returns 1 (0 when OK);

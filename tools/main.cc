@@ -20,7 +20,7 @@ struct Command {
 };
 
 constexpr Command kCommands[] = {
-    {"write", flashpipe::tools::RunWrite, "write an image (sparse, raw, compressed, bmap) to files or devices"},
+    {"write", flashpipe::tools::RunWrite, "write an image (sparse, raw, compressed, bmap; a file or an http(s) URL) to files or devices"},
     {"read", flashpipe::tools::RunRead, "read a device, file or GPT partition into an image (raw, sparse, compressed) + bmap"},
     {"bmap", flashpipe::tools::RunBmap, "bmap create: a bmaptool block map of an image, as bmaptool create"},
     {"serve", flashpipe::tools::RunServe, "fastboot device daemon over TCP/UDP on a disk or partitions"},
@@ -32,6 +32,7 @@ constexpr Command kCommands[] = {
     {"append2simg", flashpipe::tools::RunAppend2simg, "append raw data to a sparse image"},
     {"resparse", flashpipe::tools::RunResparse, "split a sparse image into parts of at most N bytes"},
     {"dump", flashpipe::tools::RunDump, "print a sparse image's header, chunks and totals"},
+    {"cache", flashpipe::tools::RunCache, "cache ls|rm|gc: the download cache of images fetched from http(s) URLs"},
     {"lp", flashpipe::tools::RunLp, "Android super partitions: lp dump, lp make, lp unpack (like lpdump/lpmake/lpunpack)"},
 };
 

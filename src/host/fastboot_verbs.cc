@@ -9,11 +9,13 @@
 #include <thread>
 
 #include "base/fd_io.h"
+#include "fetch/url.h"
 #include "host/aosp_output.h"
 #include "host/device_address.h"
 #include "host/device_session.h"
 #include "host/feed.h"
 #include "host/product_out.h"
+#include "input/remote_image.h"
 
 namespace flashpipe::host {
 namespace {
@@ -264,6 +266,13 @@ class Run {
 
   Status FlashFile(const std::string& name, const std::string& file) {
     ImageSpec spec{file};
+    std::optional<input::FetchedImage> fetched;  // a URL's cache entry, in use until flashed
+    if (fetch::IsUrl(file)) {
+      auto f = input::FetchImage(file, a_.sources);
+      if (!f.ok()) return f.status().WithContext(fmt::format("cannot load '{}'", fetch::DisplayUrl(file)));
+      fetched = std::move(*f);
+      spec = {fetched->path, fetched->bmap};
+    }
     auto plan = PlanImage(spec);
     if (!plan.ok()) return plan.status().WithContext(fmt::format("cannot load '{}'", file));
     Cursor cursor(Feed::Start(spec, *plan, {}, 1), 0);

@@ -22,6 +22,7 @@
 
 #include "base/status.h"
 #include "host/usb_backend.h"
+#include "input/image_source.h"
 
 namespace flashpipe::host {
 
@@ -34,6 +35,8 @@ struct FastbootArgs {
   std::string product_dir;    // --dir (else $ANDROID_PRODUCT_OUT)
   std::chrono::milliseconds timeout{120000};
   std::vector<std::string> commands;
+  // An http(s) image (`flash PART URL`): how it is fetched (input/remote_image.h).
+  input::SourceOptions sources;
 };
 
 // A usage error (unknown command, a missing argument) is kInvalidArgument

@@ -337,7 +337,8 @@ std::string StepJson(const StepResult& s) {
 
 }  // namespace
 
-std::string FleetJson(const std::vector<DeviceResult>& results, double seconds) {
+std::string FleetJson(const std::vector<DeviceResult>& results, double seconds,
+                      const std::vector<fetch::FetchReport>& downloads) {
   std::string devices;
   size_t ok = 0;
   for (const DeviceResult& r : results) {
@@ -354,9 +355,11 @@ std::string FleetJson(const std::vector<DeviceResult>& results, double seconds) 
         devices.empty() ? "" : ", ", JsonString(r.device), JsonString(r.serial), JsonString(r.result),
         JsonString(r.error), JsonString(r.error_class), r.bytes, r.seconds, r.attempts, written, partly, steps);
   }
+  std::string fetched;
+  for (const fetch::FetchReport& d : downloads) fetched += (fetched.empty() ? "" : ", ") + fetch::FetchReportJson(d);
   return fmt::format("{{\"schema\": \"flashpipe-flash\", \"schema_version\": 1, \"devices\": [{}], \"ok\": {}, "
-                     "\"failed\": {}, \"seconds\": {:.3f}}}", devices, ok,
-                     results.size() - ok, seconds);
+                     "\"failed\": {}, \"seconds\": {:.3f}, \"downloads\": [{}]}}", devices, ok,
+                     results.size() - ok, seconds, fetched);
 }
 
 }  // namespace flashpipe::host

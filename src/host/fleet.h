@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "fetch/remote_file.h"
 #include "host/device_session.h"
 #include "host/feed.h"
 #include "host/image_pass.h"
@@ -130,6 +131,8 @@ std::string_view ResultName(FastbootClient::Failure failure);
 
 // The whole run as one JSON object (--json; docs/schema/flash-report.schema.json):
 // {"schema": "flashpipe-flash", "schema_version": 1, "devices": [...], ...}.
-std::string FleetJson(const std::vector<DeviceResult>& results, double seconds);
+// `downloads`: what fetching the images at URLs did, in step order.
+std::string FleetJson(const std::vector<DeviceResult>& results, double seconds,
+                      const std::vector<fetch::FetchReport>& downloads = {});
 
 }  // namespace flashpipe::host

@@ -32,8 +32,8 @@ Result<std::string> HashRange(int fd, const std::string& type, uint64_t begin, u
 
 class BmapFileSource : public ImageSource {
  public:
-  BmapFileSource(UniqueFd fd, std::string name, Bmap bmap)
-      : fd_(std::move(fd)), name_(std::move(name)), bmap_(std::move(bmap)) {}
+  BmapFileSource(UniqueFd fd, std::string name, Bmap bmap, RangeWait wait)
+      : fd_(std::move(fd)), name_(std::move(name)), bmap_(std::move(bmap)), wait_(std::move(wait)) {}
   ImageForm form() const override { return {.bmap = true}; }
   std::optional<uint64_t> known_size() const override { return bmap_.image_size; }
   uint64_t image_size() const override { return bmap_.image_size; }
@@ -56,6 +56,7 @@ class BmapFileSource : public ImageSource {
     const BmapRange& r = bmap_.ranges[i];
     uint64_t begin = bmap_.RangeBegin(r), end = bmap_.RangeEnd(r);
     bool check = !r.checksum.empty() && !bmap_.checksum_type.empty();
+    if (wait_) FP_RETURN_IF_ERROR(wait_(begin, end));
     std::future<Result<std::string>> hash;
     if (check && end - begin >= kAsyncHash) {
       hash = std::async(std::launch::async, HashRange, fd_.get(), bmap_.checksum_type, begin, end);
@@ -76,6 +77,7 @@ class BmapFileSource : public ImageSource {
   UniqueFd fd_;
   std::string name_;
   Bmap bmap_;
+  RangeWait wait_;
 };
 
 }  // namespace
@@ -91,8 +93,8 @@ Status CheckFirstBmapRange(int fd, const std::string& name, const Bmap& bmap) {
                              bmap.RangeLabel(0), bmap.checksum_type, got, bmap.ranges.front().checksum));
 }
 
-std::unique_ptr<ImageSource> MakeBmapFileSource(UniqueFd fd, std::string name, Bmap bmap) {
-  return std::make_unique<BmapFileSource>(std::move(fd), std::move(name), std::move(bmap));
+std::unique_ptr<ImageSource> MakeBmapFileSource(UniqueFd fd, std::string name, Bmap bmap, RangeWait wait) {
+  return std::make_unique<BmapFileSource>(std::move(fd), std::move(name), std::move(bmap), std::move(wait));
 }
 
 }  // namespace flashpipe::input

@@ -15,6 +15,9 @@
 //                                           later parts overlaying earlier ones
 //   with --bmap     raw (any of the above)  BmapSource: mapped ranges only,
 //                                           each checksummed
+//   http(s)://...   any of the above        the same sources over the URL's
+//                                           cache entry while it is fetched
+//                                           (remote_image.h)
 // A raw stream's all-zero runs (>= 64 KiB, 4 KiB aligned) become zero FILL,
 // which the writer turns into zeroout or holes (they read back as zeros).
 //
@@ -36,6 +39,8 @@
 
 #include "base/file_id.h"
 #include "base/status.h"
+#include "fetch/remote_file.h"
+#include "fetch/signature.h"
 #include "input/detect.h"
 #include "input/image_sink.h"
 #include "sparse/decoder.h"
@@ -78,8 +83,21 @@ class ImageSource {
   const std::vector<InputFile>& inputs() const { return inputs_; }
   void AddInput(InputFile input) { inputs_.push_back(std::move(input)); }
 
+  // An image from a URL: what its fetch did so far (all of it after Run).
+  virtual std::optional<fetch::FetchReport> download() const { return std::nullopt; }
+  // The block map OpenImage used when it found or fetched it itself (a
+  // URL's), and who signed it.
+  struct Provenance {
+    std::string bmap;         // a path or URL, "" for none
+    bool bmap_found = false;  // found beside the image, not given
+    std::string signed_by;    // the fingerprint of its good signature, "" none
+  };
+  const Provenance& provenance() const { return provenance_; }
+  void SetProvenance(Provenance p) { provenance_ = std::move(p); }
+
  private:
   std::vector<InputFile> inputs_;
+  Provenance provenance_;
 };
 
 struct SourceOptions {
@@ -95,9 +113,17 @@ struct SourceOptions {
   // reads them into memory of its own or does not read them at all (the
   // host's window and its planning pass), which saves a copy or a reading.
   bool raw_by_range = false;
+  // http(s) images (remote_image.h): the client, the cache, the expected
+  // SHA-256 of the file (also checked for a local file); look for a bmap
+  // beside the URL when bmap_path is empty.
+  fetch::FetchOptions fetch;
+  bool find_bmap = false;
+  // bmap signatures, local or fetched.
+  fetch::SignaturePolicy signature;
 };
 
-// `spec`: a path, "-" for stdin, or comma-separated sparse parts.
+// `spec`: a path, "-" for stdin, comma-separated sparse parts, or an
+// http(s) URL.
 Result<std::unique_ptr<ImageSource>> OpenImage(const std::string& spec, const SourceOptions& options);
 
 // A spec with a comma that names no file: a list of sparse parts.

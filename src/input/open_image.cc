@@ -12,7 +12,9 @@
 #include <cstring>
 
 #include "base/fd_io.h"
+#include "fetch/url.h"
 #include "input/decompress_reader.h"
+#include "input/remote_image.h"
 #include "input/sources.h"
 #include "sparse/decoder.h"
 #include "sparse/format.h"
@@ -243,9 +245,19 @@ Result<std::unique_ptr<ImageSource>> OpenParts(const std::string& spec, const So
 
 }  // namespace
 
+Result<std::unique_ptr<ImageSource>> OpenSeekableFd(UniqueFd fd, const std::string& name, uint64_t size,
+                                                    const SourceOptions& options, const Bmap* bmap) {
+  return OpenSeekable(std::move(fd), name, size, options, bmap);
+}
+
+Result<std::unique_ptr<ImageSource>> OpenStreamReader(std::unique_ptr<ByteReader> reader, const SourceOptions& options,
+                                                      const Bmap* bmap) {
+  return OpenStream(std::move(reader), options, bmap, std::nullopt);
+}
+
 bool IsPartsSpec(const std::string& spec) {
   struct stat st;
-  return spec.find(',') != std::string::npos && ::stat(spec.c_str(), &st) != 0;
+  return !fetch::IsUrl(spec) && spec.find(',') != std::string::npos && ::stat(spec.c_str(), &st) != 0;
 }
 
 std::string ImageForm::Name() const {
@@ -256,13 +268,17 @@ std::string ImageForm::Name() const {
 }
 
 Result<std::unique_ptr<ImageSource>> OpenImage(const std::string& spec, const SourceOptions& options) {
-  std::optional<Bmap> bmap;
+  if (fetch::IsUrl(spec)) return OpenUrlImage(spec, options);
+  std::optional<CheckedBmap> bmap;
   std::optional<FileId> bmap_id;
   if (!options.bmap_path.empty()) {
-    FP_ASSIGN_OR_RETURN(bmap, LoadBmap(options.bmap_path));
-    FP_ASSIGN_OR_RETURN(bmap_id, FileIdOfPath(options.bmap_path));
+    FP_ASSIGN_OR_RETURN(bmap, LoadCheckedBmap(options.bmap_path, options));
+    if (!fetch::IsUrl(options.bmap_path)) {
+      FP_ASSIGN_OR_RETURN(bmap_id, FileIdOfPath(options.bmap_path));
+    }
   }
-  const Bmap* b = bmap ? &*bmap : nullptr;
+  if (!options.fetch.sha256.empty()) FP_RETURN_IF_ERROR(CheckFileSha256(spec, options.fetch.sha256));
+  const Bmap* b = bmap ? &bmap->bmap : nullptr;
   Result<std::unique_ptr<ImageSource>> source = Internal("unreachable");
   if (spec == "-") {
     source = OpenStdin(options, b);
@@ -273,6 +289,7 @@ Result<std::unique_ptr<ImageSource>> OpenImage(const std::string& spec, const So
     source = OpenPath(spec, options, b, ImageRole(spec));
   }
   if (source.ok() && bmap_id) (*source)->AddInput({BmapRole(options.bmap_path), *bmap_id});
+  if (source.ok() && bmap) (*source)->SetProvenance({.signed_by = bmap->signed_by});
   return source;
 }
 
@@ -283,7 +300,9 @@ std::vector<InputFile> ImageFiles(const std::string& spec, const SourceOptions& 
     if (id.ok() && *id) files.push_back({std::move(role), **id});
   };
   struct stat st;
-  if (spec == "-") {
+  if (fetch::IsUrl(spec)) {
+    // nothing local but the bmap
+  } else if (spec == "-") {
     if (::fstat(STDIN_FILENO, &st) == 0) files.push_back({std::string(kStdinRole), FileIdOf(st)});
   } else if (IsPartsSpec(spec)) {
     std::vector<std::string> parts = SplitParts(spec);
@@ -291,7 +310,7 @@ std::vector<InputFile> ImageFiles(const std::string& spec, const SourceOptions& 
   } else {
     add(spec, ImageRole(spec));
   }
-  if (!options.bmap_path.empty()) add(options.bmap_path, BmapRole(options.bmap_path));
+  if (!options.bmap_path.empty() && !fetch::IsUrl(options.bmap_path)) add(options.bmap_path, BmapRole(options.bmap_path));
   return files;
 }
 

@@ -2,6 +2,7 @@
 // for OpenImage and the tests. Each takes what OpenImage already found out.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -37,13 +38,23 @@ std::unique_ptr<ImageSource> MakeStreamSource(std::unique_ptr<PeekReader> reader
 std::unique_ptr<ImageSource> MakeBmapSource(std::unique_ptr<ByteReader> reader, Bmap bmap,
                                             ImageKind compression);
 // A seekable raw file written through a bmap (zero-copy, hashed alongside).
+// `wait` (optional) is called with each range's [begin, end) before it is
+// read: a file still being fetched (remote_image.h).
 // REQUIRES: the file holds at least bmap.image_size bytes.
-std::unique_ptr<ImageSource> MakeBmapFileSource(UniqueFd fd, std::string name, Bmap bmap);
+using RangeWait = std::function<Status(uint64_t begin, uint64_t end)>;
+std::unique_ptr<ImageSource> MakeBmapFileSource(UniqueFd fd, std::string name, Bmap bmap, RangeWait wait = {});
 // The checksum of the bmap's first mapped range, read from `fd` before
 // anything is written, when the range is at most 64 MiB (a partition table
 // and boot area, typically): a bmap of another build of the image, of the
 // same size, is then refused before any target changes rather than after
 // its first range was written.
 Status CheckFirstBmapRange(int fd, const std::string& name, const Bmap& bmap);
+
+// OpenImage's steps for what is not a path (a URL's cache entry): a seekable
+// file of `size` bytes, or a stream; `bmap` may be null.
+Result<std::unique_ptr<ImageSource>> OpenSeekableFd(UniqueFd fd, const std::string& name, uint64_t size,
+                                                    const SourceOptions& options, const Bmap* bmap);
+Result<std::unique_ptr<ImageSource>> OpenStreamReader(std::unique_ptr<ByteReader> reader, const SourceOptions& options,
+                                                      const Bmap* bmap);
 
 }  // namespace flashpipe::input

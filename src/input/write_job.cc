@@ -3,6 +3,7 @@
 #include <chrono>
 
 #include "base/units.h"
+#include "fetch/url.h"
 #include "input/compare_sink.h"
 #include "input/find_bmap.h"
 #include "input/image_digest.h"
@@ -36,6 +37,10 @@ Status CheckOtherOutputs(const WriteRequest& req, WriteReport* report) {
 // The request with the bmap found beside the image, when none was given.
 WriteRequest WithBmap(const WriteRequest& req) {
   WriteRequest r = req;
+  if (fetch::IsUrl(r.image)) {  // looked for beside the URL by OpenImage
+    r.source.find_bmap = r.find_bmap && r.source.bmap_path.empty();
+    return r;
+  }
   if (!r.source.bmap_path.empty() || !r.find_bmap || r.image == "-" || IsPartsSpec(r.image)) return r;
   if (std::optional<std::string> found = FindBmap(r.image)) {
     r.source.bmap_path = *found;
@@ -63,6 +68,7 @@ class WriteJob {
 
  private:
   Status Check();
+  void NoteSource();
   Status Write();
   Status Complete();
   void OnPhase(io::WritePhase phase, uint64_t done, uint64_t total);
@@ -88,19 +94,36 @@ Status WriteJob::Check() {
     source_ = std::move(*source);
     report_.kind = source_->kind();
     report_.image_size = source_->known_size();
-    if (req_.source.bmap_found) {
-      bool used = source_->form().bmap;
-      progress_->Note(used ? fmt::format("using block map {} (found beside the image; --no-bmap to write without it)",
-                                         req_.source.bmap_path)
-                           : fmt::format("ignoring block map {} found beside the image: the image is sparse",
-                                         req_.source.bmap_path));
-      if (!used) report_.bmap.clear();
-    }
+    NoteSource();
   }
   FP_RETURN_IF_ERROR(targets_->status());
   FP_RETURN_IF_ERROR(source.status());
   FP_RETURN_IF_ERROR(targets_->RefuseInputs(source_->inputs()));
   return targets_->CheckFits(source_->known_size(), source_->min_size());
+}
+
+// The bmap used and where the image comes from, as notes and in the report.
+void WriteJob::NoteSource() {
+  const ImageSource::Provenance& p = source_->provenance();
+  if (!p.bmap.empty()) {
+    report_.bmap = p.bmap;
+    report_.bmap_found = p.bmap_found;
+  }
+  report_.bmap_signed_by = p.signed_by;
+  if (report_.bmap_found) {
+    bool used = source_->form().bmap;
+    progress_->Note(used ? fmt::format("using block map {} (found beside the image; --no-bmap to write without it)",
+                                       report_.bmap)
+                         : fmt::format("ignoring block map {} found beside the image: the image is sparse", report_.bmap));
+    if (!used) report_.bmap.clear();
+  }
+  if (!p.signed_by.empty()) progress_->Note(fmt::format("block map signed by {}: good signature", p.signed_by));
+  if (std::optional<fetch::FetchReport> d = source_->download()) {
+    std::string what = d->needed == d->size ? "the whole file" : "the block map's ranges";
+    progress_->Note(fmt::format("{}: {} of {} needed ({}), cache {}{}", d->url, FormatBytes(d->needed),
+                                FormatBytes(d->size), what, d->cache,
+                                d->ranges ? "" : "; the server does not serve ranges: reading it whole"));
+  }
 }
 
 void WriteJob::OnPhase(io::WritePhase phase, uint64_t done, uint64_t total) {
@@ -200,13 +223,14 @@ TargetResult WriteJob::ResultOf(size_t index, const WriteTargets::Info& info, co
 }
 
 void WriteJob::Conclude(Status status) {
+  if (source_) report_.download = source_->download();
   if (!status.ok() && req_.cancel != nullptr && req_.cancel->cancelled()) {
     report_.signal = req_.cancel->signal();
     status = req_.cancel->Check();  // what failed after the signal (a pipe closed by it) is its consequence
   }
-  if (!status.ok() && req_.source.bmap_found && status.code() == Code::kCorrupt && !report_.bmap.empty()) {
+  if (!status.ok() && report_.bmap_found && status.code() == Code::kCorrupt && !report_.bmap.empty()) {
     status = status.WithContext(fmt::format("block map {} (found beside the image; if it belongs to another image, "
-                                            "write with --no-bmap)", req_.source.bmap_path));
+                                            "write with --no-bmap)", report_.bmap));
   }
   std::vector<std::string> partial, cut;  // changed in place; in-place files (cut first)
   if (targets_) {

@@ -89,14 +89,16 @@ std::string ReportJson(const WriteReport& r) {
       "\"bytes_written\": {}, \"bytes_zeroed\": {}, \"bytes_discarded\": {}, \"bytes_skipped\": {}, "
       "\"requests\": {}, \"seconds\": {:.3f}, \"phases\": {{\"write\": {}, \"sync\": {}, \"verify\": {}}}, "
       "\"mib_per_s\": {:.1f}, \"write_mib_per_s\": {:.1f}, \"verify_only\": {}, \"verify\": {}, \"error\": {}, "
-      "\"error_class\": {}, \"partly_written_to\": {}}}",
+      "\"error_class\": {}, \"partly_written_to\": {}, \"bmap_signed_by\": {}, \"download\": {}}}",
       JsonSchemaMembers("write", 1), r.status.ok(), r.interrupted(), r.signal ? JsonString(SignalName(r.signal)) : "null",
       JsonString(r.image), JsonString(r.kind), r.bmap.empty() ? "null" : JsonString(r.bmap), r.bmap_found, targets,
       results, JsonString(r.backend), JsonOr(r.image_size), JsonOr(r.image_sha256), r.stats.bytes_written,
       r.stats.bytes_zeroed, r.stats.bytes_discarded, r.stats.bytes_skipped, r.stats.requests, r.seconds,
       JsonOr(r.phases.write), JsonOr(r.phases.sync), JsonOr(r.phases.verify), MiBs(size, r.seconds),
       MiBs(r.stats.bytes_written, WriteSeconds(r)), r.verify_only, JsonString(VerifyName(r.verify)), JsonError(r.status),
-      JsonClass(r.error_class()), JsonOr(r.partly_written_to));
+      JsonClass(r.error_class()), JsonOr(r.partly_written_to),
+      r.bmap_signed_by.empty() ? "null" : JsonString(r.bmap_signed_by),
+      r.download ? fetch::FetchReportJson(*r.download) : "null");
 }
 
 std::string SummaryLine(const WriteReport& r) {
@@ -112,6 +114,7 @@ std::string SummaryLine(const WriteReport& r) {
                                  FormatBytes(r.stats.bytes_skipped));
   if (r.stats.bytes_discarded > 0) line += fmt::format(" ({} discarded)", FormatBytes(r.stats.bytes_discarded));
   if (r.verify == VerifyOutcome::kPassed) line += "; verified";
+  if (r.download) line += "; " + fetch::FetchSummary(*r.download);
   return line;
 }
 

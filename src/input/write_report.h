@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "fetch/remote_file.h"
 #include "io/image_writer.h"
 
 namespace flashpipe::input {
@@ -80,6 +81,8 @@ struct WriteReport {
   std::optional<std::string> image_sha256;  // image_digest.h; nullopt: not computed
   std::string bmap;                 // the block map used, "" for none
   bool bmap_found = false;          // found beside the image (find_bmap.h), not given
+  std::string bmap_signed_by;       // fingerprint of the bmap's good signature, "" none
+  std::optional<fetch::FetchReport> download;  // an image from a URL
   io::WriteStats stats;
   double seconds = 0;
   PhaseSeconds phases;
