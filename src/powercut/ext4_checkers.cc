@@ -60,11 +60,11 @@ Status CheckImagePath(const std::string& path) {
   return Status::Ok();
 }
 
-Result<Ext4Scratch> Ext4Scratch::Create() {
+Result<std::shared_ptr<Ext4Scratch>> Ext4Scratch::Create() {
   const char* tmp = std::getenv("TMPDIR");
   std::string templ = fmt::format("{}/flashpipe-powercut-XXXXXX", tmp != nullptr && *tmp ? tmp : "/tmp");
   if (::mkdtemp(templ.data()) == nullptr) return ErrnoError(fmt::format("mkdtemp {}", templ));
-  return Ext4Scratch(templ);
+  return std::shared_ptr<Ext4Scratch>(new Ext4Scratch(templ));
 }
 
 Ext4Scratch::~Ext4Scratch() {
@@ -74,11 +74,20 @@ Ext4Scratch::~Ext4Scratch() {
 }
 
 Result<std::optional<Reading>> Ext4Scratch::Load(std::span<const uint8_t> device) {
+  Sha256 h;
+  h.Update(device);
+  const auto digest = h.Final();
+  if (loaded_ == digest) return loaded_broken_;
+  loaded_.reset();
   FP_RETURN_IF_ERROR(WriteFile(image(), device));
   FP_ASSIGN_OR_RETURN(ToolResult r, RunTool({"e2fsck", "-fy", image()}));
-  if (r.exit_code < 4) return std::optional<Reading>();
-  return std::optional<Reading>(
-      Reading{fmt::format("e2fsck could not repair the file system (exit {}: {})", r.exit_code, LastLine(r.output))});
+  loaded_broken_.reset();
+  if (r.exit_code >= 4) {
+    loaded_broken_ = Reading{fmt::format("e2fsck could not repair the file system (exit {}: {})", r.exit_code,
+                                         LastLine(r.output))};
+  }
+  loaded_ = digest;
+  return loaded_broken_;
 }
 
 Result<std::optional<std::vector<uint8_t>>> Ext4Scratch::ReadFile(const std::string& path) {
@@ -112,14 +121,28 @@ Result<std::vector<std::string>> Ext4Scratch::List(const std::string& dir) {
 }
 
 Result<Reading> Ext4Checker::Read(std::span<const uint8_t> device) {
-  FP_ASSIGN_OR_RETURN(std::optional<Reading> broken, scratch_.Load(device));
+  FP_ASSIGN_OR_RETURN(std::optional<Reading> broken, scratch_->Load(device));
   if (broken) return *broken;
-  return ReadLoaded(scratch_);
+  return ReadLoaded(*scratch_);
 }
 
-Result<std::unique_ptr<StateFileChecker>> StateFileChecker::Create(std::string path) {
+namespace {
+
+Result<std::shared_ptr<Ext4Scratch>> OrNew(std::shared_ptr<Ext4Scratch> fs) {
+  if (fs) return fs;
+  return Ext4Scratch::Create();
+}
+
+bool IsDirectory(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+}  // namespace
+
+Result<std::unique_ptr<StateFileChecker>> StateFileChecker::Create(std::string path, std::shared_ptr<Ext4Scratch> fs) {
   FP_RETURN_IF_ERROR(CheckImagePath(path));
-  FP_ASSIGN_OR_RETURN(Ext4Scratch s, Ext4Scratch::Create());
+  FP_ASSIGN_OR_RETURN(std::shared_ptr<Ext4Scratch> s, OrNew(std::move(fs)));
   return std::unique_ptr<StateFileChecker>(new StateFileChecker(std::move(s), std::move(path)));
 }
 
@@ -136,7 +159,7 @@ Result<Reading> StateFileChecker::ReadSnapshot(const std::string& path) {
 
 // In a directory of its own, as the daemon would find it at start.
 Result<Reading> StateFileChecker::ReadContent(const std::optional<std::vector<uint8_t>>& content) {
-  const std::string dir = scratch_.dir() + "/state";
+  const std::string dir = scratch_->dir() + "/state";
   std::error_code ec;
   std::filesystem::remove_all(dir, ec);
   if (::mkdir(dir.c_str(), 0700) != 0) return ErrnoError(fmt::format("mkdir {}", dir));
@@ -149,9 +172,9 @@ Result<Reading> StateFileChecker::ReadContent(const std::optional<std::vector<ui
   return r;
 }
 
-Result<std::unique_ptr<FileChecker>> FileChecker::Create(std::string path) {
+Result<std::unique_ptr<FileChecker>> FileChecker::Create(std::string path, std::shared_ptr<Ext4Scratch> fs) {
   FP_RETURN_IF_ERROR(CheckImagePath(path));
-  FP_ASSIGN_OR_RETURN(Ext4Scratch s, Ext4Scratch::Create());
+  FP_ASSIGN_OR_RETURN(std::shared_ptr<Ext4Scratch> s, OrNew(std::move(fs)));
   return std::unique_ptr<FileChecker>(new FileChecker(std::move(s), std::move(path)));
 }
 
@@ -166,13 +189,18 @@ Result<Reading> FileChecker::ReadLoaded(Ext4Scratch& fs) {
 
 Result<Reading> FileChecker::ReadSnapshot(const std::string& path) {
   if (path == "absent") return ReadContent(std::nullopt);
-  FP_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, SlurpFile(path));
+  std::string file = path;
+  if (IsDirectory(path)) {
+    file = path + "/" + BaseName(path_);
+    if (::access(file.c_str(), F_OK) != 0) return ReadContent(std::nullopt);
+  }
+  FP_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, SlurpFile(file));
   return ReadContent(bytes);
 }
 
-Result<std::unique_ptr<PartSetChecker>> PartSetChecker::Create(std::string prefix) {
+Result<std::unique_ptr<PartSetChecker>> PartSetChecker::Create(std::string prefix, std::shared_ptr<Ext4Scratch> fs) {
   FP_RETURN_IF_ERROR(CheckImagePath(prefix));
-  FP_ASSIGN_OR_RETURN(Ext4Scratch s, Ext4Scratch::Create());
+  FP_ASSIGN_OR_RETURN(std::shared_ptr<Ext4Scratch> s, OrNew(std::move(fs)));
   return std::unique_ptr<PartSetChecker>(new PartSetChecker(std::move(s), std::move(prefix)));
 }
 

@@ -11,11 +11,15 @@
 //   PartSetChecker    resparse's parts PREFIX.0, PREFIX.1, ...: absent, each
 //                     part's digest, or "no PREFIX.0" (fail-closed: a set
 //                     that does not look complete).
-// Snapshots are the files themselves as the run copied them (a directory of
-// parts for PartSetChecker), or "absent".
+// Snapshots are the files themselves as the run copied them, or a directory
+// holding them under their own names (a copy of the output directory), or
+// "absent". Checkers of one file system share one Ext4Scratch, which checks
+// each distinct image once.
 #pragma once
 
+#include <array>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -27,13 +31,14 @@ namespace flashpipe::powercut {
 // A scratch directory under $TMPDIR holding one image at a time.
 class Ext4Scratch {
  public:
-  static Result<Ext4Scratch> Create();
-  Ext4Scratch(Ext4Scratch&& o) noexcept : dir_(std::exchange(o.dir_, "")) {}
-  Ext4Scratch& operator=(Ext4Scratch&&) = delete;
+  static Result<std::shared_ptr<Ext4Scratch>> Create();
+  Ext4Scratch(const Ext4Scratch&) = delete;
+  Ext4Scratch& operator=(const Ext4Scratch&) = delete;
   ~Ext4Scratch();
   const std::string& dir() const { return dir_; }
 
-  // Writes the image and checks it; a Reading when e2fsck could not repair it.
+  // Writes the image and checks it, unless it is the one loaded already; a
+  // Reading when e2fsck could not repair it.
   Result<std::optional<Reading>> Load(std::span<const uint8_t> device);
   // A file of the loaded image; nullopt when there is none.
   Result<std::optional<std::vector<uint8_t>>> ReadFile(const std::string& path);
@@ -44,6 +49,8 @@ class Ext4Scratch {
   explicit Ext4Scratch(std::string dir) : dir_(std::move(dir)) {}
   std::string image() const { return dir_ + "/fs.img"; }
   std::string dir_;
+  std::optional<std::array<uint8_t, 32>> loaded_;  // SHA-256 of the image in place
+  std::optional<Reading> loaded_broken_;
 };
 
 // An absolute path without spaces or quotes (debugfs takes one command line).
@@ -54,14 +61,14 @@ class Ext4Checker : public Checker {
   Result<Reading> Read(std::span<const uint8_t> device) final;
 
  protected:
-  explicit Ext4Checker(Ext4Scratch scratch) : scratch_(std::move(scratch)) {}
+  explicit Ext4Checker(std::shared_ptr<Ext4Scratch> scratch) : scratch_(std::move(scratch)) {}
   virtual Result<Reading> ReadLoaded(Ext4Scratch& fs) = 0;
-  Ext4Scratch scratch_;
+  std::shared_ptr<Ext4Scratch> scratch_;
 };
 
 class StateFileChecker final : public Ext4Checker {
  public:
-  static Result<std::unique_ptr<StateFileChecker>> Create(std::string path);
+  static Result<std::unique_ptr<StateFileChecker>> Create(std::string path, std::shared_ptr<Ext4Scratch> fs = nullptr);
   std::string_view name() const override { return "state-file"; }
   Result<Reading> ReadSnapshot(const std::string& path) override;
   bool fail_closed_ok() const override { return true; }
@@ -69,39 +76,41 @@ class StateFileChecker final : public Ext4Checker {
   Result<Reading> ReadContent(const std::optional<std::vector<uint8_t>>& content);
 
  private:
-  StateFileChecker(Ext4Scratch s, std::string path) : Ext4Checker(std::move(s)), path_(std::move(path)) {}
+  StateFileChecker(std::shared_ptr<Ext4Scratch> s, std::string path) : Ext4Checker(std::move(s)), path_(std::move(path)) {}
   Result<Reading> ReadLoaded(Ext4Scratch& fs) override;
   std::string path_;
 };
 
 class FileChecker final : public Ext4Checker {
  public:
-  static Result<std::unique_ptr<FileChecker>> Create(std::string path);
-  std::string_view name() const override { return "file"; }
+  static Result<std::unique_ptr<FileChecker>> Create(std::string path, std::shared_ptr<Ext4Scratch> fs = nullptr);
+  std::string_view name() const override { return name_; }
   Result<Reading> ReadSnapshot(const std::string& path) override;
   static Reading ReadContent(const std::optional<std::vector<uint8_t>>& content);
 
  private:
-  FileChecker(Ext4Scratch s, std::string path) : Ext4Checker(std::move(s)), path_(std::move(path)) {}
+  FileChecker(std::shared_ptr<Ext4Scratch> s, std::string path)
+      : Ext4Checker(std::move(s)), path_(std::move(path)), name_("file " + path_) {}
   Result<Reading> ReadLoaded(Ext4Scratch& fs) override;
-  std::string path_;
+  std::string path_, name_;
 };
 
 class PartSetChecker final : public Ext4Checker {
  public:
-  static Result<std::unique_ptr<PartSetChecker>> Create(std::string prefix);
-  std::string_view name() const override { return "part-set"; }
+  static Result<std::unique_ptr<PartSetChecker>> Create(std::string prefix, std::shared_ptr<Ext4Scratch> fs = nullptr);
+  std::string_view name() const override { return name_; }
   Result<Reading> ReadSnapshot(const std::string& path) override;
   bool fail_closed_ok() const override { return true; }
   // Parts by number.
   Reading ReadParts(const std::map<uint64_t, std::vector<uint8_t>>& parts) const;
 
  private:
-  PartSetChecker(Ext4Scratch s, std::string prefix) : Ext4Checker(std::move(s)), prefix_(std::move(prefix)) {}
+  PartSetChecker(std::shared_ptr<Ext4Scratch> s, std::string prefix)
+      : Ext4Checker(std::move(s)), prefix_(std::move(prefix)), name_("parts " + prefix_) {}
   Result<Reading> ReadLoaded(Ext4Scratch& fs) override;
   // The part number of a name PREFIX_BASE.N, if it is one.
   std::optional<uint64_t> PartNumber(const std::string& name) const;
-  std::string prefix_;
+  std::string prefix_, name_;
 };
 
 }  // namespace flashpipe::powercut

@@ -51,55 +51,96 @@ std::string HarnessReport::Summary() const {
       unacceptable, out_of_time ? "; time budget reached" : "", seconds);
 }
 
-Result<HarnessReport> RunHarness(const WriteLog& log, std::vector<uint8_t> initial, Checker& checker,
-                                 std::span<const Expectation> expect, const HarnessOptions& options) {
-  if (expect.size() != log.marks() + 1) {
-    return InvalidArgument(fmt::format("{}: the log holds {} marks, so {} expectations are needed, not {}",
-                                       checker.name(), log.marks(), log.marks() + 1, expect.size()));
-  }
-  const auto start = std::chrono::steady_clock::now();
+namespace {
+
+// One checker's side of a run: its report and its cache of readings.
+struct CaseRun {
+  HarnessCase* c;
   HarnessReport rep;
-  rep.name = std::string(checker.name());
-  rep.writes = log.writes();
-  rep.flushes = log.flushes();
-  rep.marks = log.marks();
-  for (const auto& e : log.entries()) rep.fua += e.changes_medium() && e.is_fua() ? 1 : 0;
-  Enumeration en = EnumerateCrashStates(log, options.budget);
-  rep.windows = en.windows;
-  rep.largest_window = en.largest_window;
-  rep.generated = en.generated;
-  rep.planned = en.states.size();
-  auto [roff, rlen] = checker.region();
-  DeviceReplay replay(log, std::move(initial));
   std::map<Sha256::Digest, Reading> cache;
-  for (const CrashState& s : en.states) {
-    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (elapsed > options.max_seconds) {
-      rep.out_of_time = true;
-      break;
-    }
-    std::span<const uint8_t> device = replay.Build(s);
-    std::span<const uint8_t> region = rlen == 0 ? device : device.subspan(roff, rlen);
+
+  Status Check(const CrashState& s, std::span<const uint8_t> device, size_t max_reported) {
+    auto [roff, rlen] = c->checker->region();
     Sha256 h;
-    h.Update(region);
+    h.Update(rlen == 0 ? device : device.subspan(roff, rlen));
     auto key = h.Final();
     auto it = cache.find(key);
     if (it == cache.end()) {
-      FP_ASSIGN_OR_RETURN(Reading r, checker.Read(device));
+      FP_ASSIGN_OR_RETURN(Reading r, c->checker->Read(device));
       it = cache.emplace(key, std::move(r)).first;
     }
     ++rep.checked;
-    Status verdict = Judge(it->second, s.acks, expect, checker.fail_closed_ok());
+    Status verdict = Judge(it->second, s.acks, c->expectations, c->checker->fail_closed_ok());
     if (verdict.ok()) {
       rep.fail_closed += it->second.fail_closed ? 1 : 0;
-      continue;
+      return Status::Ok();
     }
     ++rep.unacceptable;
-    if (rep.reported.size() < options.max_reported) rep.reported.push_back({s, verdict.message()});
+    if (rep.reported.size() < max_reported) rep.reported.push_back({s, verdict.message()});
+    return Status::Ok();
   }
-  rep.distinct = cache.size();
-  rep.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  return rep;
+};
+
+Status CheckCase(const HarnessCase& c, const WriteLog& log, uint64_t device_size) {
+  if (c.expectations.size() != log.marks() + 1) {
+    return InvalidArgument(fmt::format("{}: the log holds {} marks, so {} expectations are needed, not {}",
+                                       c.checker->name(), log.marks(), log.marks() + 1, c.expectations.size()));
+  }
+  auto [roff, rlen] = c.checker->region();
+  if (roff > device_size || rlen > device_size - roff) {
+    return InvalidArgument(fmt::format("{}: its {} bytes at byte {} lie outside the device of {} bytes",
+                                       c.checker->name(), rlen, roff, device_size));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<std::vector<HarnessReport>> RunHarness(const WriteLog& log, std::vector<uint8_t> initial,
+                                              std::span<HarnessCase> cases, const HarnessOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
+  auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
+  for (const auto& c : cases) FP_RETURN_IF_ERROR(CheckCase(c, log, initial.size()));
+  Enumeration en = EnumerateCrashStates(log, options.budget);
+  std::vector<CaseRun> runs;
+  for (auto& c : cases) {
+    CaseRun r{&c, {}, {}};
+    r.rep.name = std::string(c.checker->name());
+    r.rep.writes = log.writes();
+    r.rep.flushes = log.flushes();
+    r.rep.marks = log.marks();
+    for (const auto& e : log.entries()) r.rep.fua += e.changes_medium() && e.is_fua() ? 1 : 0;
+    r.rep.windows = en.windows;
+    r.rep.largest_window = en.largest_window;
+    r.rep.generated = en.generated;
+    r.rep.planned = en.states.size();
+    runs.push_back(std::move(r));
+  }
+  DeviceReplay replay(log, std::move(initial));
+  bool out_of_time = false;
+  for (const CrashState& s : en.states) {
+    if (elapsed() > options.max_seconds) {
+      out_of_time = true;
+      break;
+    }
+    std::span<const uint8_t> device = replay.Build(s);
+    for (auto& r : runs) FP_RETURN_IF_ERROR(r.Check(s, device, options.max_reported));
+  }
+  std::vector<HarnessReport> out;
+  for (auto& r : runs) {
+    r.rep.distinct = r.cache.size();
+    r.rep.out_of_time = out_of_time;
+    r.rep.seconds = elapsed();
+    out.push_back(std::move(r.rep));
+  }
+  return out;
+}
+
+Result<HarnessReport> RunHarness(const WriteLog& log, std::vector<uint8_t> initial, Checker& checker,
+                                 std::span<const Expectation> expectations, const HarnessOptions& options) {
+  HarnessCase c{&checker, {expectations.begin(), expectations.end()}};
+  FP_ASSIGN_OR_RETURN(std::vector<HarnessReport> reps, RunHarness(log, std::move(initial), std::span(&c, 1), options));
+  return std::move(reps[0]);
 }
 
 }  // namespace flashpipe::powercut

@@ -52,6 +52,16 @@ struct HarnessReport {
 Result<HarnessReport> RunHarness(const WriteLog& log, std::vector<uint8_t> initial, Checker& checker,
                                  std::span<const Expectation> expectations, const HarnessOptions& options);
 
+// Several checkers of one run (files on one file system): each state is
+// rebuilt once and judged by each, one report per checker; the time budget
+// is shared.
+struct HarnessCase {
+  Checker* checker;
+  std::vector<Expectation> expectations;
+};
+Result<std::vector<HarnessReport>> RunHarness(const WriteLog& log, std::vector<uint8_t> initial,
+                                              std::span<HarnessCase> cases, const HarnessOptions& options);
+
 // Whether `r` is acceptable with `acks` steps acknowledged; the reason when not.
 Status Judge(const Reading& r, size_t acks, std::span<const Expectation> expectations, bool fail_closed_ok);
 

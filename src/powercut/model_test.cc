@@ -120,7 +120,7 @@ TEST(PowerCutModelTest, LpMetadataOpensAsTheOldOrTheNewInEverySlot) {
     ModelRun run(kSuper + kSuperSize);
     testing::RecordingBlockIo io(&run.disk, kSuper, kSuperSize, &run.log);
     MetadataSteps(run, io);
-    LpMetadataChecker c(kSuper, kSuperSize, slot);
+    LpMetadataChecker c(kSuper, kSuperSize, slot, 64 << 10);
     auto rep = run.Check(c);
     EXPECT_EQ(rep.unacceptable, 0u) << "metadata slot " << slot << ": " << Listing(rep);
     EXPECT_GT(rep.distinct, 5u);
@@ -132,7 +132,7 @@ TEST(PowerCutModelTest, LpMetadataWithoutSyncsIsCaught) {
   testing::RecordingBlockIo io(&run.disk, kSuper, kSuperSize, &run.log);
   io.DropSyncs(true);
   MetadataSteps(run, io);
-  LpMetadataChecker c(kSuper, kSuperSize, 0);
+  LpMetadataChecker c(kSuper, kSuperSize, 0, 64 << 10);
   auto rep = run.Check(c);
   EXPECT_GT(rep.unacceptable, 0u) << Listing(rep);
 }

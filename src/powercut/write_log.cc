@@ -66,6 +66,8 @@ Result<WriteLog> WriteLog::Parse(std::span<const uint8_t> log, uint64_t device_s
                         log.begin() + static_cast<std::ptrdiff_t>(at + e.length));
       at += e.length;
     }
+    // The target's own mark when it is removed: not a step of the run.
+    if (e.is_mark() && e.mark == kEndMark && i + 1 == count) break;
     out.entries_.push_back(std::move(e));
   }
   return out;

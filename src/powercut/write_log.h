@@ -14,7 +14,8 @@
 // write is durable when logged), DISCARD 4, MARK 8 (`dmsetup message DEV 0
 // mark TEXT`), METADATA 16. dm-log-writes logs a write only once a flush has
 // made it durable or it was FUA, so the log is the order on the medium, not
-// the order of submission; marks go in as they are sent.
+// the order of submission; marks go in as they are sent. The mark the
+// target adds when it is removed ("dm-log-writes-end") is dropped.
 //
 // The unit-level model (testing/volatile_cache.h) builds the same log from
 // an in-memory device with AddWrite/AddFlush/AddMark, so both run the same
@@ -24,6 +25,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/status.h"
@@ -32,6 +34,7 @@ namespace flashpipe::powercut {
 
 inline constexpr uint64_t kLogMagic = 0x6a736677736872;
 inline constexpr uint64_t kLogVersion = 1;
+inline constexpr std::string_view kEndMark = "dm-log-writes-end";
 enum LogFlag : uint64_t { kFlush = 1, kFua = 2, kDiscard = 4, kMark = 8, kMetadata = 16 };
 
 struct LogEntry {

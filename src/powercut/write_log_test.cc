@@ -48,6 +48,7 @@ TEST(WriteLogTest, ParsesWritesFlushesMarksAndDiscards) {
                    .Entry(4, 1, kFua, "", 0xBB)
                    .Entry(16, 8, kDiscard)
                    .Entry(2, 1, kFlush | kFua, "", 0xCC)
+                   .Entry(0, 0, kMark, "dm-log-writes-end")
                    .Build();
   auto log = WriteLog::Parse(bytes, 1 << 20);
   ASSERT_TRUE(log.ok()) << log.status().ToString();

@@ -27,13 +27,14 @@ pass() { echo "ok: $* [${SECONDS} s]"; }
 lw_start() {
   local name=$1 data log
   cp "$2" "/tmp/$name.data" || die "copy $2"
-  truncate -s 256M "/tmp/$name.log"
+  truncate -s 64M "/tmp/$name.log"
   data=$(losetup -f --show "/tmp/$name.data") && log=$(losetup -f --show "/tmp/$name.log") || die "losetup for $name"
   echo "$data $log" >"/tmp/$name.loops"
   dmsetup create "$name" --table "0 $(blockdev --getsz "$data") log-writes $data $log" || die "dmsetup create $name"
   [ -b "/dev/mapper/$name" ] || die "no /dev/mapper/$name"
 }
-lw_mark() { dmsetup message "$1" 0 mark "$2" || die "mark '$2' on $1"; }
+# lw_mark NAME TEXT: the kernel splits a message at spaces, so they become _.
+lw_mark() { dmsetup message "$1" 0 mark "${2// /_}" || die "mark '$2' on $1"; }
 # lw_stop NAME: the log goes to out/NAME.log (holes stay holes).
 lw_stop() {
   local data log
@@ -60,47 +61,48 @@ serve_start() {
 serve_stop() { kill "$daemon"; wait "$daemon" 2>/dev/null; daemon=""; }
 fb() { timeout 120 fastboot -s "tcp:127.0.0.1:$PORT" "$@" >/tmp/fb.out 2>&1 || die "fastboot $*: $(cat /tmp/fb.out)"; }
 
-mkdir -p out /mnt
+mkdir -p out /tmp/mnt
+echo "guest: up after $(cut -d" " -f1 /proc/uptime) s"
 cp ./flashpipe img.raw new.raw new2.raw big.simg super_empty.img /tmp/ || die "copy the inputs"
 
 # serve's state file on ext4, changed by the stock client.
 case_state() {
-  mkdir -p out/state /mnt/s
+  mkdir -p out/state /tmp/mnt/s
   lw_start lws state.fs
-  mount -o commit=300 /dev/mapper/lws /mnt/s || die "mount the state file system"
-  truncate -s 1M /tmp/scratch.img
-  serve_start --partition scratch=/tmp/scratch.img --state /mnt/s/state
+  mount -o commit=300 /dev/mapper/lws /tmp/mnt/s || die "mount the state file system"
+  truncate -s 1M /tmp/boot_a.img /tmp/boot_b.img  # slots, so that set_active is sent
+  serve_start --partition boot_a=/tmp/boot_a.img --partition boot_b=/tmp/boot_b.img --state /tmp/mnt/s/state
   local k=1
   lw_mark lws "first start"
-  cp /mnt/s/state out/state/$k
+  cp /tmp/mnt/s/state out/state/$k
   for step in "flashing lock" "flashing unlock" "set_active b" "flashing unlock_critical" "flashing lock_critical"; do
     # shellcheck disable=SC2086  # the words of a client command
     fb $step
     k=$((k + 1))
     lw_mark lws "$step"
-    cp /mnt/s/state out/state/$k
+    cp /tmp/mnt/s/state out/state/$k
   done
   serve_stop
-  umount /mnt/s || die "umount /mnt/s"
+  umount /tmp/mnt/s || die "umount /tmp/mnt/s"
   lw_stop lws
   pass "state file: first start, lock, unlock, set_active b, unlock_critical, lock_critical ($k marks)"
 }
 
 # The calibration: a state file written in place, with no flush at all.
 case_state_broken() {
-  mkdir -p out/broken /mnt/b
+  mkdir -p out/broken /tmp/mnt/b
   lw_start lwb state.fs
-  mount -o commit=300 /dev/mapper/lwb /mnt/b || die "mount the broken case's file system"
+  mount -o commit=300 /dev/mapper/lwb /tmp/mnt/b || die "mount the broken case's file system"
   local k=0
   for text in 'slot=a\nlocked=0\ncritical_locked=1\n' 'slot=a\nlocked=1\ncritical_locked=1\n' \
               'slot=b\nlocked=1\ncritical_locked=1\n'; do
     # shellcheck disable=SC2059  # the text holds the newlines
-    printf "$text" >/mnt/b/state
+    printf "$text" >/tmp/mnt/b/state
     k=$((k + 1))
     lw_mark lwb "in-place write $k"
-    cp /mnt/b/state out/broken/$k
+    cp /tmp/mnt/b/state out/broken/$k
   done
-  umount /mnt/b || die "umount /mnt/b"
+  umount /tmp/mnt/b || die "umount /tmp/mnt/b"
   lw_stop lwb
   pass "broken state writer: $k in-place writes without a flush"
 }
@@ -158,25 +160,22 @@ case_block() {
 
 # Outputs in files on ext4: write, img2simg, resparse, each replacing an
 # older file (or set of parts).
-snap_files() {
-  cp /mnt/f/out/disk.img "out/files/disk.$1" && cp /mnt/f/out/conv.simg "out/files/conv.$1" &&
-    mkdir -p "out/files/parts.$1" && cp /mnt/f/out/parts.simg.* "out/files/parts.$1/" || die "snapshot $1 of the files"
-}
+snap_files() { cp -a /tmp/mnt/f/out "out/files/$1" || die "snapshot $1 of the files"; }
 case_files() {
-  mkdir -p out/files /mnt/f
+  mkdir -p out/files /tmp/mnt/f
   lw_start lwf files.fs
-  mount -o commit=300 /dev/mapper/lwf /mnt/f || die "mount the files' file system"
+  mount -o commit=300 /dev/mapper/lwf /tmp/mnt/f || die "mount the files' file system"
   snap_files 0
-  "$FP" write /tmp/new.raw /mnt/f/out/disk.img >/tmp/w.out 2>&1 || die "write: $(cat /tmp/w.out)"
+  "$FP" write /tmp/new.raw /tmp/mnt/f/out/disk.img >/tmp/w.out 2>&1 || die "write: $(cat /tmp/w.out)"
   lw_mark lwf "write disk.img"
   snap_files 1
-  "$FP" img2simg /tmp/new2.raw /mnt/f/out/conv.simg >/tmp/w.out 2>&1 || die "img2simg: $(cat /tmp/w.out)"
+  "$FP" img2simg /tmp/new2.raw /tmp/mnt/f/out/conv.simg >/tmp/w.out 2>&1 || die "img2simg: $(cat /tmp/w.out)"
   lw_mark lwf "img2simg conv.simg"
   snap_files 2
-  "$FP" resparse -m 512K /tmp/big.simg /mnt/f/out/parts.simg >/tmp/w.out 2>&1 || die "resparse: $(cat /tmp/w.out)"
+  "$FP" resparse -m 512K /tmp/big.simg /tmp/mnt/f/out/parts.simg >/tmp/w.out 2>&1 || die "resparse: $(cat /tmp/w.out)"
   lw_mark lwf "resparse parts.simg"
   snap_files 3
-  umount /mnt/f || die "umount /mnt/f"
+  umount /tmp/mnt/f || die "umount /tmp/mnt/f"
   lw_stop lwf
   pass "files on ext4: write, img2simg, resparse"
 }

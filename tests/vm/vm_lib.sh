@@ -52,8 +52,8 @@ vm_module_order() {
   local mdir=$VM_KDIR/lib/modules/$VM_KVER
   declare -gA VM_MOD_PATH=() VM_MOD_SEEN=()
   local f n
-  while read -r f; do
-    n=$(basename "$f" .ko); VM_MOD_PATH[${n//-/_}]=$f
+  while read -r f; do  # no subshell per module: there are thousands
+    n=${f##*/}; n=${n%.ko}; VM_MOD_PATH[${n//-/_}]=$f
   done < <(cd "$mdir" && find kernel -name '*.ko')
   VM_ORDER=()
   for n in "$@"; do vm_module_visit "$mdir" "${n//-/_}" || return 1; done
