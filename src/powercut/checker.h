@@ -19,6 +19,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "base/status.h"
 
@@ -48,5 +49,8 @@ class Checker {
   virtual Result<Reading> ReadSnapshot(const std::string& path);
   virtual bool fail_closed_ok() const { return false; }
 };
+
+// A snapshot's or an image's bytes, the whole file.
+Result<std::vector<uint8_t>> ReadWholeFile(const std::string& path);
 
 }  // namespace flashpipe::powercut

@@ -24,15 +24,6 @@ Status WriteFile(const std::string& path, std::span<const uint8_t> bytes) {
   return WriteAll(fd.get(), bytes, path);
 }
 
-Result<std::vector<uint8_t>> SlurpFile(const std::string& path) {
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  struct stat st;
-  if (!fd.valid() || ::fstat(fd.get(), &st) != 0) return ErrnoError(fmt::format("open {}", path));
-  std::vector<uint8_t> bytes(static_cast<size_t>(st.st_size));
-  FP_RETURN_IF_ERROR(PreadExact(fd.get(), bytes, 0, path));
-  return bytes;
-}
-
 std::string Digest(std::span<const uint8_t> bytes) {
   Sha256 h;
   h.Update(bytes);
@@ -44,6 +35,11 @@ std::string LastLine(const std::string& text) {
   while (!t.empty() && t.back() == '\n') t.pop_back();
   size_t nl = t.rfind('\n');
   return nl == std::string::npos ? t : t.substr(nl + 1);
+}
+
+bool IsDirectory(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
 }
 
 bool NotFoundByDebugfs(const std::string& output) { return output.find("not found by ext2_lookup") != std::string::npos; }
@@ -79,6 +75,7 @@ Result<std::optional<Reading>> Ext4Scratch::Load(std::span<const uint8_t> device
   const auto digest = h.Final();
   if (loaded_ == digest) return loaded_broken_;
   loaded_.reset();
+  dumped_.clear();
   FP_RETURN_IF_ERROR(WriteFile(image(), device));
   FP_ASSIGN_OR_RETURN(ToolResult r, RunTool({"e2fsck", "-fy", image()}));
   loaded_broken_.reset();
@@ -90,33 +87,41 @@ Result<std::optional<Reading>> Ext4Scratch::Load(std::span<const uint8_t> device
   return loaded_broken_;
 }
 
+Result<std::optional<std::string>> Ext4Scratch::Dumped(const std::string& dir) {
+  FP_RETURN_IF_ERROR(CheckImagePath(dir));
+  if (auto it = dumped_.find(dir); it != dumped_.end()) return it->second;
+  const std::string dest = fmt::format("{}/dump{}", dir_, dumped_.size());
+  std::error_code ec;
+  std::filesystem::remove_all(dest, ec);
+  if (::mkdir(dest.c_str(), 0700) != 0) return ErrnoError(fmt::format("mkdir {}", dest));
+  FP_ASSIGN_OR_RETURN(ToolResult r, RunTool({"debugfs", "-R", fmt::format("rdump {} {}", dir, dest), image()}));
+  std::optional<std::string> out;
+  const std::string copy = dir == "/" ? dest : dest + "/" + BaseName(dir);
+  if (IsDirectory(copy)) {
+    out = copy;
+  } else if (!NotFoundByDebugfs(r.output)) {
+    return Internal(fmt::format("debugfs rdump {}: {}", dir, LastLine(r.output)));
+  }
+  dumped_.emplace(dir, out);
+  return out;
+}
+
 Result<std::optional<std::vector<uint8_t>>> Ext4Scratch::ReadFile(const std::string& path) {
   FP_RETURN_IF_ERROR(CheckImagePath(path));
-  const std::string out = dir_ + "/out";
-  ::unlink(out.c_str());
-  FP_ASSIGN_OR_RETURN(ToolResult r, RunTool({"debugfs", "-R", fmt::format("dump {} {}", path, out), image()}));
-  if (::access(out.c_str(), F_OK) != 0) {
-    if (NotFoundByDebugfs(r.output)) return std::optional<std::vector<uint8_t>>();
-    return Internal(fmt::format("debugfs dump {}: {}", path, LastLine(r.output)));
-  }
-  FP_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, SlurpFile(out));
+  FP_ASSIGN_OR_RETURN(std::optional<std::string> dir, Dumped(DirName(path)));
+  const std::string copy = dir ? *dir + "/" + BaseName(path) : "";
+  struct stat st;
+  if (!dir || ::lstat(copy.c_str(), &st) != 0) return std::optional<std::vector<uint8_t>>();
+  if (!S_ISREG(st.st_mode)) return Internal(fmt::format("{} in the image is not a regular file", path));
+  FP_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, ReadWholeFile(copy));
   return std::optional<std::vector<uint8_t>>(std::move(bytes));
 }
 
 Result<std::vector<std::string>> Ext4Scratch::List(const std::string& dir) {
-  FP_RETURN_IF_ERROR(CheckImagePath(dir));
-  FP_ASSIGN_OR_RETURN(ToolResult r, RunTool({"debugfs", "-R", fmt::format("ls -p {}", dir), image()}));
+  FP_ASSIGN_OR_RETURN(std::optional<std::string> copy, Dumped(dir));
   std::vector<std::string> names;
-  size_t at = 0;
-  while (at < r.output.size()) {
-    size_t nl = r.output.find('\n', at);
-    std::string line = r.output.substr(at, nl == std::string::npos ? std::string::npos : nl - at);
-    at = nl == std::string::npos ? r.output.size() : nl + 1;
-    // "/inode/mode/uid/gid/name/size/"
-    std::vector<std::string> f;
-    for (size_t p = 0, q; (q = line.find('/', p)) != std::string::npos; p = q + 1) f.push_back(line.substr(p, q - p));
-    if (f.size() >= 6 && f[0].empty() && f[5] != "." && f[5] != "..") names.push_back(f[5]);
-  }
+  if (!copy) return names;
+  for (const auto& e : std::filesystem::directory_iterator(*copy)) names.push_back(e.path().filename().string());
   return names;
 }
 
@@ -131,11 +136,6 @@ namespace {
 Result<std::shared_ptr<Ext4Scratch>> OrNew(std::shared_ptr<Ext4Scratch> fs) {
   if (fs) return fs;
   return Ext4Scratch::Create();
-}
-
-bool IsDirectory(const std::string& path) {
-  struct stat st;
-  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
 }
 
 }  // namespace
@@ -153,7 +153,7 @@ Result<Reading> StateFileChecker::ReadLoaded(Ext4Scratch& fs) {
 
 Result<Reading> StateFileChecker::ReadSnapshot(const std::string& path) {
   if (path == "absent") return ReadContent(std::nullopt);
-  FP_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, SlurpFile(path));
+  FP_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, ReadWholeFile(path));
   return ReadContent(bytes);
 }
 
@@ -194,7 +194,7 @@ Result<Reading> FileChecker::ReadSnapshot(const std::string& path) {
     file = path + "/" + BaseName(path_);
     if (::access(file.c_str(), F_OK) != 0) return ReadContent(std::nullopt);
   }
-  FP_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, SlurpFile(file));
+  FP_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, ReadWholeFile(file));
   return ReadContent(bytes);
 }
 
@@ -246,7 +246,7 @@ Result<Reading> PartSetChecker::ReadSnapshot(const std::string& path) {
   for (const auto& name : names) {
     auto n = PartNumber(name);
     if (!n) continue;
-    FP_ASSIGN_OR_RETURN(parts[*n], SlurpFile(path + "/" + name));
+    FP_ASSIGN_OR_RETURN(parts[*n], ReadWholeFile(path + "/" + name));
   }
   return ReadParts(parts);
 }

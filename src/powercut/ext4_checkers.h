@@ -40,7 +40,8 @@ class Ext4Scratch {
   // Writes the image and checks it, unless it is the one loaded already; a
   // Reading when e2fsck could not repair it.
   Result<std::optional<Reading>> Load(std::span<const uint8_t> device);
-  // A file of the loaded image; nullopt when there is none.
+  // A file of the loaded image; nullopt when there is none. Read from a
+  // copy of its directory, which one debugfs rdump makes per image.
   Result<std::optional<std::vector<uint8_t>>> ReadFile(const std::string& path);
   // The names in a directory of the loaded image (not . and ..).
   Result<std::vector<std::string>> List(const std::string& dir);
@@ -49,8 +50,12 @@ class Ext4Scratch {
   explicit Ext4Scratch(std::string dir) : dir_(std::move(dir)) {}
   std::string image() const { return dir_ + "/fs.img"; }
   std::string dir_;
+  // The host path of a copy of `dir` of the loaded image; nullopt when the
+  // image has no such directory.
+  Result<std::optional<std::string>> Dumped(const std::string& dir);
   std::optional<std::array<uint8_t, 32>> loaded_;  // SHA-256 of the image in place
   std::optional<Reading> loaded_broken_;
+  std::map<std::string, std::optional<std::string>> dumped_;  // of the loaded image
 };
 
 // An absolute path without spaces or quotes (debugfs takes one command line).

@@ -12,12 +12,18 @@
 
 namespace flashpipe::powercut {
 
-Result<Reading> Checker::ReadSnapshot(const std::string& path) {
+Result<std::vector<uint8_t>> ReadWholeFile(const std::string& path) {
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   struct stat st;
-  if (!fd.valid() || ::fstat(fd.get(), &st) != 0) return ErrnoError(fmt::format("snapshot {}", path));
+  if (!fd.valid() || ::fstat(fd.get(), &st) != 0) return ErrnoError(fmt::format("open {}", path));
+  if (!S_ISREG(st.st_mode)) return InvalidArgument(fmt::format("{} is not a regular file", path));
   std::vector<uint8_t> bytes(static_cast<size_t>(st.st_size));
   FP_RETURN_IF_ERROR(PreadExact(fd.get(), bytes, 0, path));
+  return bytes;
+}
+
+Result<Reading> Checker::ReadSnapshot(const std::string& path) {
+  FP_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, ReadWholeFile(path));
   return Read(bytes);
 }
 

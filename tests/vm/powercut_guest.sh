@@ -124,7 +124,7 @@ case_misc() {
   pass "misc: set_active b, a, b"
 }
 
-# liblp metadata: update-super, then create, resize and delete.
+# liblp metadata: update-super, create, resize and delete, update-super wipe.
 case_lp() {
   mkdir -p out/lp
   lw_start lwl super.img
@@ -142,9 +142,15 @@ case_lp() {
     lw_mark lwl "$step"
     snap_device lwl out/lp/$k
   done
+  # flashall -w: the metadata flashed whole again (FlashMetadata), slots wiped.
+  python3 /tmp/work/powercut_wire.py 127.0.0.1 "$PORT" /tmp/super_empty.img wipe >/tmp/w.out 2>&1 ||
+    die "update-super wipe: $(cat /tmp/w.out)"
+  k=$((k + 1))
+  lw_mark lwl "update-super wipe"
+  snap_device lwl out/lp/$k
   serve_stop
   lw_stop lwl
-  pass "lp: update-super, create, resize, resize, delete ($k marks)"
+  pass "lp: update-super, create, resize, resize, delete, update-super wipe ($k marks)"
 }
 
 # write --verify onto a block device; the mark once it said done.

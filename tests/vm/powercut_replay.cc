@@ -14,11 +14,6 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
-#include <fcntl.h>
-#include <sys/stat.h>
-
-#include "base/fd_io.h"
-#include "base/unique_fd.h"
 #include "powercut/device_checkers.h"
 #include "powercut/ext4_checkers.h"
 #include "powercut/harness.h"
@@ -101,15 +96,6 @@ fp::Result<Checkers> MakeCheckers(const Flags& f, uint64_t device_size) {
   return fp::InvalidArgument(fmt::format("unknown case '{}'", f.which));
 }
 
-fp::Result<std::vector<uint8_t>> Slurp(const std::string& path) {
-  fp::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  struct stat st;
-  if (!fd.valid() || ::fstat(fd.get(), &st) != 0) return fp::ErrnoError(fmt::format("open {}", path));
-  std::vector<uint8_t> bytes(static_cast<size_t>(st.st_size));
-  FP_RETURN_IF_ERROR(fp::PreadExact(fd.get(), bytes, 0, path));
-  return bytes;
-}
-
 fp::Result<std::vector<pc::Expectation>> Expectations(const Flags& f, const pc::WriteLog& log, pc::Checker& c) {
   std::vector<std::string> labels{"the run's start"};
   for (const auto& e : log.entries()) {
@@ -150,7 +136,7 @@ int Run(const Flags& f) {
     std::fprintf(stderr, "powercut_replay: %s\n", s.ToString().c_str());
     return 2;
   };
-  auto initial = Slurp(f.device);
+  auto initial = pc::ReadWholeFile(f.device);
   if (!initial.ok()) return fail(initial.status());
   auto log = pc::WriteLog::ReadFile(f.log, initial->size());
   if (!log.ok()) return fail(log.status());

@@ -116,7 +116,7 @@ seq_expect() {  # DIR N: --expect DIR/1 .. DIR/N
 mapfile -t e_state < <(seq_expect "$work/out/state" 6)
 mapfile -t e_broken < <(seq_expect "$work/out/broken" 3)
 mapfile -t e_misc < <(seq_expect "$work/out/misc" 3)
-mapfile -t e_lp < <(seq_expect "$work/out/lp" 5)
+mapfile -t e_lp < <(seq_expect "$work/out/lp" 6)
 mapfile -t e_files < <(printf -- '--expect\n%s\n' "$work/out/files/0"; seq_expect "$work/out/files" 3)
 replay state 0 state-file --device "$work/state.fs" --log "$work/out/lws.log" --path /state --expect absent "${e_state[@]}"
 replay state-broken 1 state-file --device "$work/state.fs" --log "$work/out/lwb.log" --path /state \
