@@ -133,13 +133,29 @@ class Enumerator {
       std::vector<size_t> landed = (t % 2 == 1 && seen.size() > 1) ? RandomSubset(seen) : seen;
       if (landed.empty()) landed.push_back(seen.back());
       size_t torn = (t % 2 == 1) ? landed[rng_() % landed.size()] : landed.back();
-      const uint64_t sectors = log_.entries()[torn].length / log_.sector_size();
-      if (sectors < 2) continue;
+      const LogEntry& e = log_.entries()[torn];
+      const uint64_t unit = std::max<uint64_t>(b_.tear_unit, log_.sector_size());
+      const uint64_t first_unit = e.offset / unit, units = (e.offset + e.length + unit - 1) / unit - first_unit;
+      if (units < 2) continue;  // written whole
+      Ranges pick = (t / 2) % 2 == 0 ? Ranges{{0, 1 + rng_() % (units - 1)}} : RandomRuns(units);
       CrashState s = At(start, cut, std::move(landed), seen.size());
       s.torn = torn;
-      s.torn_sectors = (t / 2) % 2 == 0 ? Ranges{{0, 1 + rng_() % (sectors - 1)}} : RandomRuns(sectors);
+      s.torn_sectors = UnitsToSectors(pick, e, first_unit, unit);
       Add(std::move(s), false);
     }
+  }
+
+  // Runs of whole units of the device, as sectors of the write [first, end).
+  Ranges UnitsToSectors(const Ranges& units, const LogEntry& e, uint64_t first_unit, uint64_t unit) const {
+    const uint64_t ss = log_.sector_size(), n = e.length / ss;
+    Ranges out;
+    for (const auto& [a, b] : units) {
+      const uint64_t from = (first_unit + a) * unit, to = (first_unit + b) * unit;
+      const uint64_t s0 = from <= e.offset ? 0 : (from - e.offset) / ss;
+      const uint64_t s1 = std::min(n, (to - e.offset) / ss);
+      if (s0 < s1) out.emplace_back(s0, s1);
+    }
+    return out;
   }
 
   // Runs of sectors, each kept or not; never all, never none.

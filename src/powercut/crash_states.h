@@ -7,7 +7,8 @@
 // flush was issued) and every FUA write; of the writes since that flush, any
 // subset may have reached the medium, in any order, and one of them may have
 // landed only in part (whole sectors of the log's sector size: a sector is
-// written whole or not at all). Subsets are applied in log order.
+// written whole or not at all; Budget::tear_unit makes the unit larger).
+// Subsets are applied in log order.
 //
 // EnumerateCrashStates picks the states to check, window by window (a
 // window: the writes between two flushes):
@@ -38,6 +39,10 @@
 namespace flashpipe::powercut {
 
 struct Budget {
+  // What the device writes whole: 0 means the log's sector size; a file
+  // system's cases use 4096 (a page; what eMMC, UFS and SSDs program at
+  // once), since ext4 itself assumes its 1 KiB superblock is not torn.
+  uint64_t tear_unit = 0;
   unsigned all_subsets_up_to = 6;
   unsigned random_subsets = 16;
   unsigned tears = 4;

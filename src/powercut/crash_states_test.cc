@@ -131,6 +131,29 @@ TEST(CrashStatesTest, TornWritesLandInWholeSectors) {
   EXPECT_EQ(torn, 4u);
 }
 
+TEST(CrashStatesTest, ATearUnitKeepsWritesInsideOneUnitWhole) {
+  WriteLog log;
+  Write(log, 2, 9, 2);   // 1 KiB at byte 1024: inside the first 4 KiB
+  Write(log, 6, 8, 4);   // 2 KiB at byte 3072: across two 4 KiB units
+  Budget b;
+  b.tears = 8;
+  b.tear_unit = 4096;
+  auto en = EnumerateCrashStates(log, b);
+  DeviceReplay replay(log, std::vector<uint8_t>(16 * kSector, 0));
+  size_t torn = 0;
+  for (const auto& s : en.states) {
+    if (s.torn == SIZE_MAX) continue;
+    ++torn;
+    EXPECT_EQ(s.torn, 1u) << s.Describe();
+    auto got = Sectors(replay.Build(s));
+    // Sectors 6-7 (unit 0) and 8-9 (unit 1) land or not together.
+    EXPECT_EQ(got[6], got[7]) << s.Describe();
+    EXPECT_EQ(got[8], got[9]) << s.Describe();
+    EXPECT_NE(got[6], got[8]) << s.Describe();
+  }
+  EXPECT_GT(torn, 0u);
+}
+
 TEST(CrashStatesTest, DescribeNamesTheCutAndWhatLanded) {
   WriteLog log;
   Write(log, 0, 1);

@@ -181,6 +181,7 @@ int main(int argc, char** argv) {
   app.add_option("--all-subsets-up-to", f.budget.all_subsets_up_to, "windows this small get every subset");
   app.add_option("--random-subsets", f.budget.random_subsets, "random subsets per sampling point of a large window");
   app.add_option("--tears", f.budget.tears, "torn writes per window");
+  app.add_option("--tear-unit", f.budget.tear_unit, "bytes the device writes whole (default: the log's sector)");
   CLI11_PARSE(app, argc, argv);
   return Run(f);
 }
