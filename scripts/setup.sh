@@ -16,7 +16,7 @@ PACKAGES=(
   e2fsprogs gdisk fdisk util-linux xxd python3 python3-fuse python3-jsonschema time
   gzip xz-utils zstd bzip2 lz4
   dpkg-dev man-db groff-base zsh systemd
-  qemu-system-x86 busybox-static
+  qemu-system-x86 busybox-static dmsetup
   python3-labgrid python3-pytest lava-dispatcher
 )
 

@@ -2,8 +2,9 @@
 # host's root file system shared read-only over 9p and a work directory
 # shared read-write, and runs one script of the work directory inside the
 # guest, chrooted into the host's root, with dummy_hcd (two UDCs),
-# libcomposite and usb_f_fs loaded. See ../shared notes usb-functionfs-vm.md.
-# Sourced; not a test by itself.
+# libcomposite and usb_f_fs loaded (or the modules VM_MODULES names). See
+# ../shared notes usb-functionfs-vm.md. Sourced; not a test by itself. Tests
+# that share a CACHE_DIR may run at once: vm_prepare holds a lock on it.
 #
 #   vm_prepare CACHE_DIR            kernel package downloaded and extracted once
 #   vm_run WORK SCRIPT SECONDS LOG  boots, runs WORK/SCRIPT as root in the
@@ -17,8 +18,17 @@ vm_kernel_package() {
 # Downloads (apt-get download) and extracts the kernel into CACHE once;
 # sets VM_KDIR (the extracted tree) and VM_KVER.
 vm_prepare() {
+  mkdir -p "$1"
+  local lock
+  exec {lock}>"$1/.lock"
+  flock "$lock"
+  vm_prepare_locked "$1"
+  local rc=$?
+  exec {lock}>&-
+  return $rc
+}
+vm_prepare_locked() {
   local cache=$1 pkg deb
-  mkdir -p "$cache"
   deb=$(ls "$cache"/linux-image-*.deb 2>/dev/null | head -1 || true)
   if [ -z "$deb" ]; then
     pkg=$(vm_kernel_package)
@@ -42,8 +52,8 @@ vm_module_order() {
   local mdir=$VM_KDIR/lib/modules/$VM_KVER
   declare -gA VM_MOD_PATH=() VM_MOD_SEEN=()
   local f n
-  while read -r f; do
-    n=$(basename "$f" .ko); VM_MOD_PATH[${n//-/_}]=$f
+  while read -r f; do  # no subshell per module: there are thousands
+    n=${f##*/}; n=${n%.ko}; VM_MOD_PATH[${n//-/_}]=$f
   done < <(cd "$mdir" && find kernel -name '*.ko')
   VM_ORDER=()
   for n in "$@"; do vm_module_visit "$mdir" "${n//-/_}" || return 1; done
@@ -65,7 +75,8 @@ vm_initramfs() {
   root=$(mktemp -d)
   mkdir -p "$root"/{bin,dev,proc,sys,host,modules}
   cp "$(command -v busybox)" "$root/bin/busybox"
-  vm_module_order virtio_pci 9pnet_virtio 9p configfs libcomposite usb_f_fs dummy_hcd loop || return 1
+  # shellcheck disable=SC2086  # a list of names
+  vm_module_order virtio_pci 9pnet_virtio 9p ${VM_MODULES:-configfs libcomposite usb_f_fs dummy_hcd loop} || return 1
   local i=0 p
   for p in "${VM_ORDER[@]}"; do
     i=$((i + 1))
@@ -85,7 +96,7 @@ mount -t tmpfs tmp /host/tmp; mount -t tmpfs run /host/run
 mkdir -p /host/tmp/work
 mount -t 9p -o trans=virtio,version=9p2000.L,msize=1048576 work /host/tmp/work || echo "VM-INIT: 9p work failed"
 mount -t proc proc /host/proc; mount -t sysfs sys /host/sys; mount -t devtmpfs dev /host/dev
-mount -t configfs configfs /host/sys/kernel/config
+[ -d /sys/kernel/config ] && mount -t configfs configfs /host/sys/kernel/config
 mkdir -p /host/dev/pts /host/dev/shm; mount -t devpts devpts /host/dev/pts; mount -t tmpfs shm /host/dev/shm
 ln -s /proc/self/fd /host/dev/fd; ln -s fd/0 /host/dev/stdin; ln -s fd/1 /host/dev/stdout; ln -s fd/2 /host/dev/stderr
 script=$(sed -n 's/.*vm.script=\([^ ]*\).*/\1/p' /proc/cmdline)
