@@ -11,6 +11,7 @@
 // at a time; inspect after the run. Header-only.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <deque>
 #include <map>
@@ -92,7 +93,7 @@ class FakeFastbootDevice : public host::Transport {
 
   std::map<std::string, std::vector<uint8_t>> partitions;
   std::vector<std::string> commands;
-  uint64_t data_bytes = 0;
+  std::atomic<uint64_t> data_bytes{0};  // read by tests while another thread sends
   bool gone() const { return gone_; }
   const FakeDeviceConfig& config() const { return config_; }
 

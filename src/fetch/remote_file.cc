@@ -142,6 +142,8 @@ Status RemoteFile::FetchAsOwner() {
     std::lock_guard l(mu_);
     for (const ByteSpan& sp : m.spans) spans_.Add(sp);
     missing = spans_.Missing(wanted_);
+    // Another process that held the lock since Start() fetched some of it.
+    if (spans_.Held(wanted_) > report_.from_cache) report_.shared = true;
   }
   cv_.notify_all();
   if (!m.sha256.empty()) meta_.sha256 = m.sha256;

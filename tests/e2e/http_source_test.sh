@@ -174,7 +174,7 @@ expect_fail "404" "$F/missing.img" f9.img
 ok "a Content-Length past the body, no validators, a redirect loop, a 404"
 
 # ---- the cache: two runs at once download once; kill -9, then resume
-fault '{"rate": 8000000}'
+fault '{"rate": 4000000}'
 : >"$FAULT_LOG"
 "$FP" write --no-progress --cache "$T/cache" --json=c1.json "$F/disk.img" c1.img 2>c1.err & a=$!
 "$FP" write --no-progress --cache "$T/cache" --json=c2.json "$F/disk.img" c2.img 2>c2.err & b=$!
@@ -183,7 +183,10 @@ wait $b || fail "concurrent run 2: $(cat c2.err)"
 cmp -s c1.img www/disk.img && cmp -s c2.img www/disk.img || fail "concurrent runs: a target differs"
 served=$(served_bytes "$FAULT_LOG" 4)
 [ "$served" -lt $((MAPPED + MAPPED / 4)) ] || fail "two runs at once made the server send $served bytes (mapped $MAPPED)"
-jq -e '.download.shared' c1.json c2.json | grep -q true || fail "neither run says it shared the download"
+# Under load the second process can start after the first has finished: then
+# it is a whole cache hit, not a shared fetch. Either way one download served both.
+jq -r '"\(.download.shared) \(.download.cache)"' c1.json c2.json | grep -Eq '^true |^false hit$' \
+  || fail "neither run says it shared the download or found it cached: $(jq -c .download c1.json c2.json | tr '\n' ' ')"
 ok "two runs at once: one download ($served bytes sent, mapped $MAPPED)"
 
 fault '{"rate": 3000000}'
