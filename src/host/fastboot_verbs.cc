@@ -8,7 +8,10 @@
 #include <functional>
 #include <thread>
 
+#include <fmt/format.h>
+
 #include "base/fd_io.h"
+#include "base/log.h"
 #include "fetch/url.h"
 #include "host/aosp_output.h"
 #include "host/device_address.h"
@@ -378,20 +381,28 @@ class Run {
   Status CheckRequirements(const std::string& dir, std::vector<ProductImage>* images) {
     UniqueFd fd(::open((dir + "/android-info.txt").c_str(), O_RDONLY | O_CLOEXEC));
     if (!fd.valid()) return NotFound("could not read android-info.txt");
-    std::vector<uint8_t> buf(64 << 10);
+    std::vector<uint8_t> buf((64 << 10) + 1);
     FP_ASSIGN_OR_RETURN(size_t n, PreadUpTo(fd.get(), buf, 0, "android-info.txt"));
+    if (n == buf.size()) return InvalidArgument(fmt::format("android-info.txt: larger than {} bytes", buf.size() - 1));
     std::string text(buf.begin(), buf.begin() + static_cast<ptrdiff_t>(n));
     auto product = s_->client().GetVar("product");
     if (!product.ok()) std::fprintf(stderr, "getvar:product FAILED (%s)\n", AospOutput::Reason(product.status()).c_str());
     std::string cur = product.ok() ? *product : "";
     for (size_t start = 0; start < text.size();) {
       size_t nl = text.find('\n', start);
+      size_t at = start;
       std::string line = text.substr(start, nl == std::string::npos ? std::string::npos : nl - start);
       start = nl == std::string::npos ? text.size() : nl + 1;
       if (line.empty()) continue;
+      // A requirement too long to be one is refused, never skipped: skipping
+      // a "require board=" line would flash a board the images are not for.
+      if (line.size() > kMaxRequirementLine)
+        return InvalidArgument(fmt::format("android-info.txt: a line of {} bytes at offset {} (at most {}): {}",
+                                           line.size(), at, kMaxRequirementLine,
+                                           log::Printable(line, 64)));
       auto r = ParseRequirement(line);
       if (!r) {
-        std::fprintf(stderr, "android-info.txt syntax error: %s\n", line.c_str());
+        std::fprintf(stderr, "android-info.txt syntax error: %s\n", log::Printable(line).c_str());
         continue;
       }
       if (r->name == "partition-exists") {

@@ -1,6 +1,5 @@
 #include "host/product_out.h"
 
-#include <regex>
 
 namespace flashpipe::host {
 namespace {
@@ -36,22 +35,71 @@ std::string Trim(std::string s) {
 
 std::span<const ProductImage> ProductImages() { return kImages; }
 
-std::optional<Requirement> ParseRequirement(std::string_view text) {
-  static const std::regex require_or_reject(R"((require\s+|reject\s+)?\s*(\S+)\s*=\s*(.*))");
-  static const std::regex for_product(R"(require-for-product:\s*(\S+)\s+(\S+)\s*=\s*(.*))");
-  std::string line(text);
-  std::smatch m;
-  Requirement r;
-  if (std::regex_match(line, m, require_or_reject)) {
-    r.reject = Trim(m[1]) == "reject";
-  } else if (std::regex_match(line, m, for_product)) {
-    r.product = m[1];
+namespace {
+
+bool Space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\v' || c == '\f'; }
+
+size_t SkipSpace(std::string_view s, size_t i) {
+  while (i < s.size() && Space(s[i])) ++i;
+  return i;
+}
+
+// "NAME = VALUE" from position i: NAME is one whitespace-free token, taken
+// whole when "=" follows it after optional spaces, else up to its last "=".
+// One pass over the text, no backtracking: a line of any length costs its
+// length (a recursive regex here once overflowed the stack on a long line).
+bool NameValue(std::string_view s, size_t i, Requirement* r, std::string* value) {
+  size_t b = SkipSpace(s, i);
+  size_t e = b;
+  while (e < s.size() && !Space(s[e])) ++e;
+  if (e == b) return false;
+  size_t after = SkipSpace(s, e);
+  size_t value_at;
+  if (after < s.size() && s[after] == '=') {
+    r->name = std::string(s.substr(b, e - b));
+    value_at = after + 1;
   } else {
-    return std::nullopt;
+    size_t eq = s.substr(b, e - b).rfind('=');
+    if (eq == std::string_view::npos || eq == 0) return false;
+    r->name = std::string(s.substr(b, eq));
+    value_at = b + eq + 1;
   }
-  r.name = m[2];
+  *value = std::string(s.substr(SkipSpace(s, value_at)));
+  return true;
+}
+
+// "require NAME=..." / "reject NAME=..." (the word and at least one space).
+bool Keyword(std::string_view s, std::string_view word) {
+  return s.starts_with(word) && s.size() > word.size() && Space(s[word.size()]);
+}
+
+}  // namespace
+
+std::optional<Requirement> ParseRequirement(std::string_view line) {
+  if (line.size() > kMaxRequirementLine) return std::nullopt;
+  Requirement r;
+  std::string options;
+  bool parsed = false;
+  if (Keyword(line, "require") || Keyword(line, "reject")) {
+    r.reject = line.starts_with("reject");
+    parsed = NameValue(line, line.find_first_of(" \t\r\n\v\f"), &r, &options);
+  }
+  if (!parsed) {
+    r.reject = false;
+    parsed = NameValue(line, 0, &r, &options);
+  }
+  constexpr std::string_view kForProduct = "require-for-product:";
+  if (!parsed && line.starts_with(kForProduct)) {
+    size_t b = SkipSpace(line, kForProduct.size());
+    size_t e = b;
+    while (e < line.size() && !Space(line[e])) ++e;
+    if (e > b && e < line.size()) {
+      r.product = std::string(line.substr(b, e - b));
+      parsed = NameValue(line, e, &r, &options);
+    }
+  }
+  if (!parsed) return std::nullopt;
   if (r.name == "board") r.name = "product";
-  std::string options = m[3];
   for (size_t start = 0;;) {
     size_t bar = options.find('|', start);
     r.options.push_back(Trim(options.substr(start, bar - start)));

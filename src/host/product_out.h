@@ -39,7 +39,9 @@ struct Requirement {
   std::vector<std::string> options;
 };
 
-// nullopt: the line is not a requirement (a syntax error the client reports).
+// nullopt: the line is not a requirement (a syntax error the client reports),
+// or is longer than kMaxRequirementLine. Linear in the line's length.
+inline constexpr size_t kMaxRequirementLine = 4096;
 std::optional<Requirement> ParseRequirement(std::string_view line);
 // Whether `value` passes (options matched, reject inverting).
 bool RequirementMet(const Requirement& r, std::string_view value);

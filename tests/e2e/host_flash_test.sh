@@ -294,6 +294,17 @@ cp "$work/our.boot_a" "$work/boot_a.before"
 if ours flashall --skip-reboot >"$work/ours.txt" 2>&1; then die "flashall for another board succeeded"; fi
 cmp "$work/our.boot_a" "$work/boot_a.before" || die "flashall for another board wrote"
 pass "flashall refused by android-info.txt (board mismatch): nothing written"
+# A hostile android-info.txt: a 30,000-character requirement (once a SIGSEGV in
+# a recursive regex) and terminal escapes in a syntax error.
+{ printf 'require board='; head -c 30000 /dev/zero | tr '\0' x; printf '\n'; } >"$work/product/android-info.txt"
+rc=0; ours flashall --skip-reboot >"$work/ours.txt" 2>&1 || rc=$?
+[ "$rc" -ne 0 ] && [ "$rc" -lt 128 ] || die "flashall with a 30,000-character line: rc $rc: $(head -c 300 "$work/ours.txt")"
+grep -q 'android-info.txt: a line of 30014 bytes' "$work/ours.txt" || die "no clear error for a long line: $(head -c 300 "$work/ours.txt")"
+cmp "$work/our.boot_a" "$work/boot_a.before" || die "flashall with a long android-info line wrote"
+printf 'garbage \033]0;pwned\007 line\nrequire board=otherboard\n' >"$work/product/android-info.txt"
+if ours flashall --skip-reboot >"$work/ours.txt" 2>&1; then die "flashall for another board succeeded"; fi
+if grep -q $'\033' "$work/ours.txt"; then die "an escape from android-info.txt reached the terminal"; fi
+pass "flashall refuses a 30,000-character android-info line with a clear error (no crash), escapes a syntax error"
 unset ANDROID_PRODUCT_OUT
 stop ref; stop our
 echo PASS
