@@ -9,6 +9,7 @@
 #include <set>
 
 #include "base/units.h"
+#include "base/utf8.h"
 #include "fetch/url.h"
 #include "host/device_address.h"
 #include "host/fleet.h"
@@ -130,9 +131,9 @@ void Summary(const std::vector<host::DeviceResult>& results) {
     for (const auto& s : r.steps) {
       if (s.result == "ok") written += " " + s.target;
     }
-    std::fprintf(stderr, "%s: %s%s, %s in %.2f s%s%s\n", r.device.c_str(), r.result.c_str(),
-                 written.empty() ? "" : (" (" + written.substr(1) + ")").c_str(), FormatBytes(r.bytes).c_str(), r.seconds,
-                 r.error.empty() ? "" : ": ", r.error.c_str());
+    std::fprintf(stderr, "%s: %s%s, %s in %.2f s%s%s\n", TerminalText(r.device).c_str(), r.result.c_str(),
+                 written.empty() ? "" : TerminalText(" (" + written.substr(1) + ")").c_str(), FormatBytes(r.bytes).c_str(),
+                 r.seconds, r.error.empty() ? "" : ": ", TerminalText(r.error).c_str());
   }
 }
 

@@ -1,6 +1,7 @@
 #include <cerrno>
 #include <cstdio>
 
+#include "base/utf8.h"
 #include "tools/commands.h"
 #include "tools/flags.h"
 #include "tools/interrupt.h"
@@ -10,7 +11,7 @@ namespace flashpipe::tools {
 int ExitWith(const char* command, const Status& status) {
   if (status.ok()) return kExitOk;
   int signal = status.code() == Code::kCancelled ? CaughtSignal() : 0;
-  std::fprintf(stderr, "flashpipe %s: %s%s\n", command, signal ? "" : "error: ", status.ToString().c_str());
+  std::fprintf(stderr, "flashpipe %s: %s%s\n", command, signal ? "" : "error: ", TerminalText(status.ToString()).c_str());
   return signal ? kExitSignalBase + signal : kExitFailed;
 }
 

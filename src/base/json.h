@@ -1,6 +1,7 @@
 // JsonString: `s` as a JSON string literal, quoted, with '"', '\' and control
-// characters escaped ("\u000a"). Bytes of 0x80 and above pass through as they
-// are, so UTF-8 text stays readable. For the hand-built JSON of the
+// characters escaped ("\u000a"). Well-formed UTF-8 passes through as it is;
+// a byte that is not (0xff from a device's serial) becomes "\ufffd", so the
+// output is always valid JSON. For the hand-built JSON of the
 // commands' --json output and of `--help-json`.
 #pragma once
 

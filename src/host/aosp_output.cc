@@ -2,10 +2,12 @@
 
 #include <fmt/format.h>
 
+#include "base/utf8.h"
+
 namespace flashpipe::host {
 
 void AospOutput::Begin(std::string_view what) {
-  std::fprintf(err_, "%-50s ", std::string(what).c_str());
+  std::fprintf(err_, "%-50s ", TerminalText(what).c_str());
   std::fflush(err_);
   start_ = std::chrono::steady_clock::now();
   open_ = true;
@@ -18,19 +20,19 @@ void AospOutput::End(const Status& st) {
     double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
     std::fprintf(err_, "OKAY [%7.3fs]\n", s);
   } else {
-    std::fprintf(err_, "FAILED (%s)\n", Reason(st).c_str());
+    std::fprintf(err_, "FAILED (%s)\n", TerminalText(Reason(st)).c_str());
     failed_ = true;
   }
   std::fflush(err_);
 }
 
 void AospOutput::Info(std::string_view line) {
-  std::fprintf(err_, "(bootloader) %s\n", std::string(line).c_str());
+  std::fprintf(err_, "(bootloader) %s\n", TerminalText(line).c_str());
   std::fflush(err_);
 }
 
 void AospOutput::Line(std::string_view text) {
-  std::fprintf(err_, "%s\n", std::string(text).c_str());
+  std::fprintf(err_, "%s\n", TerminalText(text).c_str());
   std::fflush(err_);
 }
 

@@ -12,6 +12,7 @@
 
 #include "base/fd_io.h"
 #include "base/log.h"
+#include "base/utf8.h"
 #include "fetch/url.h"
 #include "host/aosp_output.h"
 #include "host/device_address.h"
@@ -169,8 +170,8 @@ class Run {
         return Status::Ok();
       }
       if (!announced) {
-        if (address.via != DeviceAddress::Via::kUsb) std::fprintf(stderr, "error: %s\n", t.status().ToString().c_str());
-        std::fprintf(stderr, "< waiting for %s >\n", serial.empty() ? "any device" : serial.c_str());
+        if (address.via != DeviceAddress::Via::kUsb) std::fprintf(stderr, "error: %s\n", TerminalText(t.status().ToString()).c_str());
+        std::fprintf(stderr, "< waiting for %s >\n", serial.empty() ? "any device" : TerminalText(serial).c_str());
         announced = true;
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
@@ -183,9 +184,9 @@ class Run {
     for (const UsbDeviceInfo& d : devices) {
       std::string serial = !d.writable ? "no permissions" : d.serial.empty() ? "????????????" : d.serial;
       if (a_.long_listing) {
-        std::printf("%-22s fastboot usb:%s\n", serial.c_str(), d.path.c_str());
+        std::printf("%-22s fastboot usb:%s\n", TerminalText(serial).c_str(), d.path.c_str());
       } else {
-        std::printf("%s\tfastboot\n", serial.c_str());
+        std::printf("%s\tfastboot\n", TerminalText(serial).c_str());
       }
     }
     return Status::Ok();
@@ -194,7 +195,7 @@ class Run {
   Status GetVar(const std::string& var) {
     auto v = s_->client().GetVar(var);
     if (v.ok()) {
-      std::fprintf(stderr, "%s: %s\n", var.c_str(), v->c_str());
+      std::fprintf(stderr, "%s: %s\n", TerminalText(var).c_str(), TerminalText(*v).c_str());
     } else {
       out_.Begin("getvar:" + var);
       out_.End(v.status());
@@ -244,7 +245,7 @@ class Run {
   Status Erase(const std::string& name) {
     auto type = s_->client().GetVar("partition-type:" + name);
     if (type.ok() && HasFormatter(*type)) {
-      std::fprintf(stderr, "******** Did you mean to fastboot format this %s partition?\n", type->c_str());
+      std::fprintf(stderr, "******** Did you mean to fastboot format this %s partition?\n", TerminalText(*type).c_str());
     }
     return Checked(s_->Run("erase:" + name, fmt::format("Erasing '{}'", name), out_));
   }
@@ -368,7 +369,7 @@ class Run {
     for (auto [label, var] : kVars) {
       auto v = s_->client().GetVar(var);
       if (v.ok()) {
-        std::fprintf(stderr, "%s: %s\n", label, v->c_str());
+        std::fprintf(stderr, "%s: %s\n", label, TerminalText(*v).c_str());
       } else {
         out_.Begin(std::string("getvar:") + var);
         out_.End(v.status());
@@ -386,7 +387,7 @@ class Run {
     if (n == buf.size()) return InvalidArgument(fmt::format("android-info.txt: larger than {} bytes", buf.size() - 1));
     std::string text(buf.begin(), buf.begin() + static_cast<ptrdiff_t>(n));
     auto product = s_->client().GetVar("product");
-    if (!product.ok()) std::fprintf(stderr, "getvar:product FAILED (%s)\n", AospOutput::Reason(product.status()).c_str());
+    if (!product.ok()) std::fprintf(stderr, "getvar:product FAILED (%s)\n", TerminalText(AospOutput::Reason(product.status())).c_str());
     std::string cur = product.ok() ? *product : "";
     for (size_t start = 0; start < text.size();) {
       size_t nl = text.find('\n', start);
@@ -431,17 +432,17 @@ class Run {
   }
 
   Status CheckRequirement(const std::string& cur_product, const Requirement& r) {
-    std::fprintf(stderr, "%-50s ", ("Checking '" + r.name + "'").c_str());
+    std::fprintf(stderr, "%-50s ", TerminalText("Checking '" + r.name + "'").c_str());
     auto start = Clock::now();
     if (!r.product.empty() && r.product != cur_product) {
-      std::fprintf(stderr, "IGNORE, product is %s required only for %s [%7.3fs]\n", cur_product.c_str(),
-                   r.product.c_str(), Since(start));
+      std::fprintf(stderr, "IGNORE, product is %s required only for %s [%7.3fs]\n", TerminalText(cur_product).c_str(),
+                   TerminalText(r.product).c_str(), Since(start));
       return Status::Ok();
     }
     auto value = s_->client().GetVar(r.name);
     if (!value.ok()) {
-      std::fprintf(stderr, "FAILED\n\nCould not getvar for '%s' (%s)\n\n", r.name.c_str(),
-                   AospOutput::Reason(value.status()).c_str());
+      std::fprintf(stderr, "FAILED\n\nCould not getvar for '%s' (%s)\n\n", TerminalText(r.name).c_str(),
+                   TerminalText(AospOutput::Reason(value.status())).c_str());
       return InvalidArgument("requirements not met!");
     }
     if (RequirementMet(r, *value)) {
@@ -450,8 +451,8 @@ class Run {
     }
     std::string options = fmt::format("'{}'", r.options[0]);
     for (size_t i = 1; i < r.options.size(); ++i) options += fmt::format(" or '{}'", r.options[i]);
-    std::fprintf(stderr, "FAILED\n\nDevice %s is '%s'.\nUpdate %s %s.\n\n", r.name.c_str(), value->c_str(),
-                 r.reject ? "rejects" : "requires", options.c_str());
+    std::fprintf(stderr, "FAILED\n\nDevice %s is '%s'.\nUpdate %s %s.\n\n", TerminalText(r.name).c_str(), TerminalText(*value).c_str(),
+                 r.reject ? "rejects" : "requires", TerminalText(options).c_str());
     return InvalidArgument("requirements not met!");
   }
 
@@ -507,10 +508,10 @@ class Run {
       auto size = s_->client().GetVar(std::string("partition-size:") + part);
       std::fprintf(stderr, "Erase successful, but not automatically formatting.\n");
       if (!size.ok()) {
-        std::fprintf(stderr, "Unable to get partition size\nFAILED (%s)\n", AospOutput::Reason(size.status()).c_str());
+        std::fprintf(stderr, "Unable to get partition size\nFAILED (%s)\n", TerminalText(AospOutput::Reason(size.status())).c_str());
         continue;
       }
-      std::fprintf(stderr, "File system type %s not supported.\n", type->c_str());
+      std::fprintf(stderr, "File system type %s not supported.\n", TerminalText(*type).c_str());
     }
     return Status::Ok();
   }

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "base/units.h"
+#include "base/utf8.h"
 
 namespace flashpipe::host {
 
@@ -24,7 +25,7 @@ FleetProgress::~FleetProgress() { Stop(); }
 void FleetProgress::Event(size_t device, const std::string& line) {
   if (mode_ != Mode::kLines) return;
   std::lock_guard lock(mu_);
-  std::fprintf(out_, "%s: %s\n", devices_[device].c_str(), line.c_str());
+  std::fprintf(out_, "%s: %s\n", TerminalText(devices_[device]).c_str(), TerminalText(line).c_str());
   std::fflush(out_);
 }
 
