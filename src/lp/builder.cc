@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "lp/reader.h"
 #include "lp/writer.h"
 
 namespace flashpipe::lp {
@@ -80,7 +81,10 @@ Result<Builder> Builder::New(const LayoutSpec& spec) {
   if (block == 0 || block % kSectorSize != 0) {
     return InvalidArgument(fmt::format("logical block size {} is not a non-zero multiple of 512", block));
   }
-  if (spec.metadata_slot_count == 0) return InvalidArgument("the metadata needs at least one slot");
+  if (spec.metadata_slot_count == 0 || spec.metadata_slot_count > kMaxInspectedSlots) {
+    return InvalidArgument(fmt::format("{} metadata slots: give between 1 and {}", spec.metadata_slot_count,
+                                       kMaxInspectedSlots));
+  }
   if (spec.metadata_max_size < kHeaderSizeV1_2 || spec.metadata_max_size > (1u << 30)) {
     return InvalidArgument(fmt::format("metadata size {} is not between {} and 1 GiB", spec.metadata_max_size,
                                        kHeaderSizeV1_2));

@@ -54,12 +54,24 @@ Status WriteAndSync(BlockIo& io, uint64_t offset, std::span<const uint8_t> bytes
   return io.Sync();
 }
 
+// The writer touches every slot of a geometry, so it refuses one with more
+// slots than real supers have (1 to 3) or a metadata area larger than the
+// device: either would make a hostile image cost hours of writes or reads.
+Status CheckSlots(BlockIo& io, const Geometry& g) {
+  if (g.metadata_slot_count > kMaxInspectedSlots) {
+    return InvalidArgument(fmt::format("the geometry has {} metadata slots: more than the {} flashpipe writes",
+                                       g.metadata_slot_count, kMaxInspectedSlots));
+  }
+  if (TotalMetadataSize(g) > io.size()) {
+    return NoSpace(fmt::format("{} of {} bytes cannot hold the metadata area of {} bytes", io.name(), io.size(),
+                               TotalMetadataSize(g)));
+  }
+  return Status::Ok();
+}
+
 // The metadata area and the super device it describes must lie within io.
 Status CheckFits(BlockIo& io, const Metadata& m) {
-  if (TotalMetadataSize(m.geometry) > io.size()) {
-    return NoSpace(fmt::format("{} of {} bytes cannot hold the metadata area of {} bytes", io.name(), io.size(),
-                               TotalMetadataSize(m.geometry)));
-  }
+  FP_RETURN_IF_ERROR(CheckSlots(io, m.geometry));
   if (m.block_devices[0].size > io.size()) {
     return NoSpace(fmt::format("the metadata describes a super of {} bytes; {} has {}", m.block_devices[0].size,
                                io.name(), io.size()));
@@ -220,6 +232,7 @@ Result<std::vector<std::string>> RepairMetadata(BlockIo& io) {
   FP_ASSIGN_OR_RETURN(std::string geometry, RepairGeometry(io));
   if (!geometry.empty()) repaired.push_back(geometry);
   FP_ASSIGN_OR_RETURN(Geometry g, ReadGeometry(io));
+  FP_RETURN_IF_ERROR(CheckSlots(io, g));
   std::vector<uint32_t> lost;
   for (uint32_t slot = 0; slot < g.metadata_slot_count; ++slot) {
     std::string label;

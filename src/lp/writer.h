@@ -18,6 +18,8 @@
 //                   leave no valid copy), then primary, sync, backup, sync.
 //   RepairMetadata  on open: every corrupt or disagreeing copy (geometry and
 //                   slots) is rewritten from its valid twin, primary first.
+// Each refuses a geometry with more than kMaxInspectedSlots slots or a
+// metadata area larger than the device before touching any slot.
 // Thread-compatible; the caller serializes access to one super.
 #pragma once
 

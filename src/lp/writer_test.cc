@@ -179,6 +179,24 @@ TEST(LpWriterTest, RepairReportsASlotWithNoValidCopy) {
   EXPECT_EQ(repaired.status().message(), "super: no valid copy of slot 1 metadata (repaired: nothing)");
 }
 
+// A hostile geometry (valid checksum, 2^32 - 1 slots) must not make repair
+// read four billion slots: it is refused before any slot is touched.
+TEST(LpWriterTest, RepairRefusesAGeometryWithMoreSlotsThanRealSupersHave) {
+  MemoryBlockIo dev = Flashed(OldMetadata());
+  Geometry g = OldMetadata().geometry;
+  g.metadata_slot_count = 0xffffffff;
+  auto block = SerializeGeometry(g);
+  ASSERT_TRUE(block.ok()) << block.status().ToString();
+  ASSERT_TRUE(dev.Write(0x1000, *block).ok());
+  ASSERT_TRUE(dev.Write(0x2000, *block).ok());
+  auto repaired = RepairMetadata(dev);
+  ASSERT_FALSE(repaired.ok());
+  EXPECT_EQ(repaired.status().message(), "the geometry has 4294967295 metadata slots: more than the 64 flashpipe writes");
+  Metadata m = OldMetadata();
+  m.geometry = g;
+  EXPECT_EQ(FlashMetadata(dev, m, {.allow_new_geometry = true}).code(), Code::kInvalidArgument);
+}
+
 // Every fate a crash can give the unsynced writes (lost, torn, landed each).
 std::vector<std::vector<MemoryBlockIo::Fate>> AllFates(size_t n) {
   std::vector<std::vector<MemoryBlockIo::Fate>> out(1);
