@@ -5,6 +5,11 @@
 namespace flashpipe::host {
 namespace {
 
+// `image`: "an image of N bytes", "a stream of at least N bytes".
+Status TooLarge(const std::string& partition, const std::string& image, uint64_t size) {
+  return NoSpace(fmt::format("{} does not fit {} (partition-size {} bytes); nothing more sent", image, partition, size));
+}
+
 // A device that does not say: no limit but the protocol's 32-bit size.
 constexpr uint64_t kNoLimit = 0xfffff000;
 
@@ -39,6 +44,11 @@ int DeviceSession::SlotCount() {
   }
   slot_count_ = n;
   return n;
+}
+
+uint64_t DeviceSession::PartitionSize(const std::string& partition) {
+  auto v = client_.GetVar("partition-size:" + partition);
+  return v.ok() ? ParseMaxDownloadSize(*v) : 0;
 }
 
 void DeviceSession::Forget() {
@@ -112,6 +122,10 @@ Status DeviceSession::FlashImage(const std::string& partition, Cursor& cursor, F
     FP_RETURN_IF_ERROR(Run(fmt::format("resize-logical-partition:{}:{}", partition, shape.bytes),
                            fmt::format("Resizing '{}'", partition), observer));
   }
+  uint64_t room = logical ? 0 : PartitionSize(partition);
+  if (room != 0 && shape.bytes > room) {
+    return TooLarge(partition, fmt::format("an image of {} bytes", shape.bytes), room);
+  }
   PartLimits limits{.max_bytes = std::min(mds, cursor.max_part_bytes()), .max_chunks = cursor.max_part_chunks()};
   std::vector<Part> planned;
   if (cursor.planned()) {
@@ -127,6 +141,9 @@ Status DeviceSession::FlashImage(const std::string& partition, Cursor& cursor, F
     } else {
       FP_ASSIGN_OR_RETURN(part, PlanPart(cursor, shape, from, i == 0, limits));
       if (!part) break;
+    }
+    if (room != 0 && shape.bytes == 0 && part->end_block * shape.blk_sz > room) {
+      return TooLarge(partition, fmt::format("a stream of at least {} bytes", part->end_block * shape.blk_sz), room);
     }
     cursor.PartStart(part->begin);
     observer.OnSending(partition, i + 1, planned.size(), part->bytes);

@@ -65,8 +65,13 @@ class DeviceSession {
   // Forget cached variables (after a reboot into another fastboot).
   void Forget();
   Result<bool> IsLogical(const std::string& partition);
+  // partition-size:PARTITION; 0 when the device does not say.
+  uint64_t PartitionSize(const std::string& partition);
 
-  // Sends the image `cursor` reads to `partition` and flashes it.
+  // Sends the image `cursor` reads to `partition` and flashes it. An image
+  // larger than the partition-size the device reports is refused: one of a
+  // known size before anything is sent, a stream before the part that would
+  // cross the end (a physical partition; a logical one is resized to fit).
   Status FlashImage(const std::string& partition, Cursor& cursor, FlashObserver& observer, FlashStats* stats);
   // A command with a status line: "Erasing 'x'", "Setting current slot to 'b'".
   Status Run(const std::string& command, std::string_view what, FlashObserver& observer);

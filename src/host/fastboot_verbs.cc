@@ -19,6 +19,7 @@
 #include "host/device_session.h"
 #include "host/feed.h"
 #include "host/product_out.h"
+#include "input/image_source.h"
 #include "input/remote_image.h"
 
 namespace flashpipe::host {
@@ -286,6 +287,7 @@ class Run {
 
   // A small file sent as it is ("Sending 'super' (3 KB)").
   Status DownloadFile(const std::string& label, const std::string& path) {
+    FP_RETURN_IF_ERROR(input::CheckImagePathType(path));
     UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
     if (!fd.valid()) return ErrnoError(fmt::format("cannot open {}", path));
     std::vector<uint8_t> bytes(1 << 20);
@@ -302,6 +304,16 @@ class Run {
 
   bool Readable(const std::string& path) { return ::access(path.c_str(), R_OK) == 0; }
 
+  // Every image of the product directory before the first is sent: one
+  // that is a device or a fifo (system.img -> /dev/zero) would never end.
+  Status CheckImageTypes(const std::string& dir, const std::vector<ProductImage>& images) {
+    for (const ProductImage& i : images) {
+      FP_RETURN_IF_ERROR(input::CheckImagePathType(dir + "/" + i.file));
+      FP_RETURN_IF_ERROR(input::CheckImagePathType(dir + "/" + i.signature));
+    }
+    return input::CheckImagePathType(dir + "/super_empty.img");
+  }
+
   Status Flashall() {
     FP_ASSIGN_OR_RETURN(std::string dir, ProductDir());
     bool skip_secondary = a_.skip_secondary;
@@ -311,6 +323,7 @@ class Run {
     }
     DumpInfo();
     std::vector<ProductImage> images(ProductImages().begin(), ProductImages().end());
+    FP_RETURN_IF_ERROR(CheckImageTypes(dir, images));
     FP_RETURN_IF_ERROR(CheckRequirements(dir, &images));
     bool ab = s_->SlotCount() >= 2;
     std::string active = slot_ == "all" ? "a" : slot_;

@@ -16,6 +16,7 @@
 #include "testing/compress.h"
 #include "testing/host_images.h"
 #include "testing/sparse_builder.h"
+#include "testing/stdin_pipe.h"
 #include "testing/temp_dir.h"
 
 namespace flashpipe::host {
@@ -214,19 +215,8 @@ TEST_F(FeedTest, AnUnplannedImageIsPlannedInTheWindow) {
 
 TEST_F(FeedTest, AReaderBehindOnAPipeFailsAndSaysWhy) {
   auto img = Image(8 << 20, 5);
-  std::string fifo = dir_ / "pipe";
-  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
-  std::thread writer([&] {
-    int fd = ::open(fifo.c_str(), O_WRONLY);
-    size_t done = 0;
-    while (done < img.size()) {
-      ssize_t n = ::write(fd, img.data() + done, img.size() - done);
-      if (n <= 0) break;
-      done += static_cast<size_t>(n);
-    }
-    ::close(fd);
-  });
-  ImageSpec spec{fifo};
+  testing::StdinPipe in(img);
+  ImageSpec spec{"-"};
   FeedOptions o{.window_bytes = 1 << 20, .buffer_bytes = 64 << 10, .lag_limit = 100ms};
   auto feed = Feed::Start(spec, nullptr, o, 2);
   Reader fast, slow;
@@ -234,7 +224,6 @@ TEST_F(FeedTest, AReaderBehindOnAPipeFailsAndSaysWhy) {
   std::thread tf([&] { Cursor c(feed, 0); fast = ReadAll(c, 1 << 20); });
   tf.join();
   ts.join();
-  writer.join();
   EXPECT_TRUE(fast.status.ok()) << fast.status.ToString();
   EXPECT_EQ(fast.disk, img);
   EXPECT_EQ(slow.status.code(), Code::kCancelled);

@@ -7,6 +7,7 @@
 #include "base/fd_io.h"
 #include "base/unique_fd.h"
 #include "input/detect.h"
+#include "input/image_source.h"
 
 namespace flashpipe::host {
 namespace {
@@ -104,6 +105,7 @@ Result<FileStamp> StampOfFd(int fd, const std::string& name) {
 }
 
 Result<std::shared_ptr<const ImagePlan>> PlanImage(const ImageSpec& spec) {
+  FP_RETURN_IF_ERROR(input::CheckImagePathType(spec.path));  // /dev/zero would never end
   if (!SeekableFile(spec.path) || Compressed(spec.path)) return std::shared_ptr<const ImagePlan>();
   auto plan = std::make_shared<ImagePlan>();
   // The file is stamped before and after its planning pass: one that

@@ -126,6 +126,17 @@ struct SourceOptions {
 // http(s) URL.
 Result<std::unique_ptr<ImageSource>> OpenImage(const std::string& spec, const SourceOptions& options);
 
+// Refuses an image path that is, after following its links, a character
+// device, a fifo or a socket ("/dev/zero is a character device, not an image;
+// use - for a stream"): such a file may never end (/dev/zero, /dev/urandom)
+// and has no size to check against a target; "-" (stdin) is the one way to
+// write a stream. Nothing is opened, so a device with side effects on open
+// (a tty, a watchdog) is left alone. OpenImage checks every local path with
+// it; callers that read an image some other way (the host's planner) call it
+// before they touch a target. Ok for "-", a URL, or a path that does not
+// exist (its open then says so).
+Status CheckImagePathType(const std::string& path);
+
 // A spec with a comma that names no file: a list of sparse parts.
 bool IsPartsSpec(const std::string& spec);
 

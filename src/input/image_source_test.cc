@@ -13,6 +13,7 @@
 #include "testing/compress.h"
 #include "testing/image_recorder.h"
 #include "testing/sparse_builder.h"
+#include "testing/stdin_pipe.h"
 #include "testing/temp_dir.h"
 
 namespace flashpipe::input {
@@ -320,51 +321,60 @@ TEST_F(ImageSourceTest, GzipOfRawFindsZeroRuns) {
   EXPECT_EQ(size_, img.size());
 }
 
-TEST_F(ImageSourceTest, FifoStreamOfSparse) {
+TEST_F(ImageSourceTest, StdinStreamOfSparse) {
   SparseBuilder b = Sample();
-  auto bytes = b.Build();
-  std::string path = dir_.path() + "/fifo";
-  ASSERT_EQ(mkfifo(path.c_str(), 0600), 0);
-  std::thread writer([&] {
-    int fd = open(path.c_str(), O_WRONLY);
-    for (size_t i = 0; i < bytes.size(); i += 1000) {
-      size_t n = std::min<size_t>(1000, bytes.size() - i);
-      if (write(fd, bytes.data() + i, n) != static_cast<ssize_t>(n)) break;
-    }
-    close(fd);
-  });
-  auto r = Expand(path);
-  writer.join();
+  testing::StdinPipe in(b.Build());
+  auto r = Expand("-");
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(kind_, "sparse");
   EXPECT_EQ(r->image, b.expanded());
 }
 
-TEST_F(ImageSourceTest, FifoWriterDyingMidSparseIsAnError) {
+TEST_F(ImageSourceTest, StdinWriterDyingMidSparseIsAnError) {
   auto bytes = Sample().Build();
-  std::string path = dir_.path() + "/fifo";
-  ASSERT_EQ(mkfifo(path.c_str(), 0600), 0);
-  std::thread writer([&] {
-    int fd = open(path.c_str(), O_WRONLY);
-    if (write(fd, bytes.data(), 6000) != 6000) {}
-    close(fd);
-  });
-  auto r = Expand(path);
-  writer.join();
-  EXPECT_FALSE(r.ok());
+  bytes.resize(6000);
+  testing::StdinPipe in(bytes);
+  EXPECT_FALSE(Expand("-").ok());
 }
 
-// Feeds `bytes` into a fifo from a thread while `body` opens it.
+// Feeds `bytes` to stdin (a pipe) while `body` opens "-".
 template <typename Body>
-void ThroughFifo(const std::string& path, const std::vector<uint8_t>& bytes, Body body) {
-  ASSERT_EQ(mkfifo(path.c_str(), 0600), 0);
-  std::thread writer([&] {
-    int fd = open(path.c_str(), O_WRONLY);
-    if (!bytes.empty() && write(fd, bytes.data(), bytes.size()) != static_cast<ssize_t>(bytes.size())) {}
-    close(fd);
-  });
+void ThroughStdin(const std::vector<uint8_t>& bytes, Body body) {
+  testing::StdinPipe in(bytes);
   body();
-  writer.join();
+}
+
+// Streams that never end (/dev/zero) or block (a fifo) are not images, by
+// their path or through a link to them: refused at open, naming the path and
+// what it is, and "-" offered for a stream.
+TEST_F(ImageSourceTest, CharacterDevicesFifosAndLinksToThemAreNotImages) {
+  auto refused = [](const std::string& path, const std::string& what) {
+    auto r = OpenImage(path, {});
+    EXPECT_EQ(r.status().code(), Code::kInvalidArgument) << r.status().ToString();
+    EXPECT_EQ(r.status().message(), path + " is " + what + ", not an image; use - for a stream");
+    EXPECT_EQ(CheckImagePathType(path).code(), Code::kInvalidArgument) << path;
+  };
+  refused("/dev/zero", "a character device");
+  refused("/dev/urandom", "a character device");
+  std::string link = dir_ / "system.img";
+  ASSERT_EQ(symlink("/dev/zero", link.c_str()), 0);
+  refused(link, "a character device");
+  std::string fifo = dir_ / "fifo";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  refused(fifo, "a fifo");  // returns at once: nothing waits for a writer
+  std::string fifo_link = dir_ / "fifo.img";
+  ASSERT_EQ(symlink(fifo.c_str(), fifo_link.c_str()), 0);
+  refused(fifo_link, "a fifo");
+  // A part of a split image, and --sha256 (which would hash it first).
+  std::string part = Write("p.simg", Sample().Build());
+  EXPECT_EQ(OpenImage(part + "," + link, {}).status().code(), Code::kInvalidArgument);
+  SourceOptions o;
+  o.fetch.sha256 = std::string(64, '0');
+  EXPECT_EQ(OpenImage(link, o).status().message(), link + " is a character device, not an image; use - for a stream");
+  // What stays an image: "-", files, and a path that does not exist says so at open.
+  EXPECT_TRUE(CheckImagePathType("-").ok());
+  EXPECT_TRUE(CheckImagePathType(part).ok());
+  EXPECT_EQ(OpenImage(dir_ / "missing", {}).status().code(), Code::kNotFound);
 }
 
 // An empty image would "succeed" and leave an empty target: refused when it
@@ -378,8 +388,8 @@ TEST_F(ImageSourceTest, EmptyImagesAreRefusedAtOpen) {
   r = OpenImage(gz, {});
   EXPECT_EQ(r.status().code(), Code::kInvalidArgument) << r.status().ToString();
   EXPECT_NE(r.status().message().find("decompresses to nothing"), std::string::npos) << r.status().ToString();
-  ThroughFifo(dir_ / "fifo", {}, [&] {
-    auto f = OpenImage(dir_ / "fifo", {});
+  ThroughStdin({}, [&] {
+    auto f = OpenImage("-", {});
     EXPECT_EQ(f.status().code(), Code::kInvalidArgument) << f.status().ToString();
   });
 }
@@ -391,8 +401,8 @@ TEST_F(ImageSourceTest, StreamSparseHeaderIsCheckedAndSizedAtOpen) {
   std::vector<uint8_t> bad = bytes;
   bad[12] = 6;  // blk_sz 4102
   bad[13] = 16;
-  ThroughFifo(dir_ / "bad", bad, [&] {
-    auto r = OpenImage(dir_ / "bad", {});
+  ThroughStdin(bad, [&] {
+    auto r = OpenImage("-", {});
     EXPECT_EQ(r.status().code(), Code::kCorrupt) << r.status().ToString();
     EXPECT_NE(r.status().message().find("blk_sz 4102"), std::string::npos) << r.status().ToString();
   });
@@ -411,8 +421,8 @@ TEST_F(ImageSourceTest, CompressedRawSizesComeFromTheContainer) {
   ASSERT_TRUE(gz.ok());
   EXPECT_FALSE((*gz)->known_size().has_value());
   EXPECT_EQ((*gz)->min_size(), img.size());
-  ThroughFifo(dir_ / "zst", testing::Zstd(img), [&] {
-    auto z = OpenImage(dir_ / "zst", {});
+  ThroughStdin(testing::Zstd(img), [&] {
+    auto z = OpenImage("-", {});
     ASSERT_TRUE(z.ok()) << z.status().ToString();
     EXPECT_FALSE(z.value()->known_size().has_value());
     EXPECT_EQ(z.value()->min_size(), img.size());

@@ -101,7 +101,7 @@ SizeHint ContainerSize(ImageKind compression, std::span<const uint8_t> head, con
   return hint;
 }
 
-// A stream (stdin, fifo, or any compressed input): decompress if needed,
+// A stream (stdin, or any compressed input): decompress if needed,
 // then sparse, raw or raw+bmap by the decompressed bytes.
 Result<std::unique_ptr<ImageSource>> OpenStream(std::unique_ptr<ByteReader> in, const SourceOptions& options,
                                                 const Bmap* bmap, std::optional<FileRegion> file) {
@@ -178,9 +178,25 @@ Result<std::unique_ptr<ImageSource>> OpenSeekable(UniqueFd fd, const std::string
   return MakeRawFileSource(std::move(fd), path, size);
 }
 
+// What a file type that is not an image is called, or null for one that
+// may be (a regular file, a block device, a directory's open fails later).
+const char* StreamTypeName(mode_t mode) {
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISFIFO(mode)) return "a fifo";
+  if (S_ISSOCK(mode)) return "a socket";
+  return nullptr;
+}
+
+Status NotAnImage(const std::string& path, const char* what) {
+  return InvalidArgument(fmt::format("{} is {}, not an image; use - for a stream", path, what));
+}
+
 Result<std::unique_ptr<ImageSource>> OpenPath(const std::string& path, const SourceOptions& options,
                                               const Bmap* bmap, std::string role) {
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  FP_RETURN_IF_ERROR(CheckImagePathType(path));
+  // O_NONBLOCK: a fifo swapped in after the check must not block the open;
+  // the fstat below refuses it. It changes nothing for files and disks.
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
   if (!fd.valid()) {
     // A missing image is the job's mistake, not the machine's: not_found in a report, not io_error.
     int e = errno;
@@ -189,6 +205,11 @@ Result<std::unique_ptr<ImageSource>> OpenPath(const std::string& path, const Sou
   }
   struct stat st;
   if (::fstat(fd.get(), &st) != 0) return ErrnoError(fmt::format("cannot stat image {}", path));
+  if (const char* what = StreamTypeName(st.st_mode)) return NotAnImage(path, what);
+  int flags = ::fcntl(fd.get(), F_GETFL);
+  if (flags < 0 || ::fcntl(fd.get(), F_SETFL, flags & ~O_NONBLOCK) != 0) {
+    return ErrnoError(fmt::format("cannot clear O_NONBLOCK on image {}", path));
+  }
   InputFile input{std::move(role), FileIdOf(st)};
   Result<std::unique_ptr<ImageSource>> source = Internal("unreachable");
   if (S_ISREG(st.st_mode) || S_ISBLK(st.st_mode)) {
@@ -255,6 +276,14 @@ Result<std::unique_ptr<ImageSource>> OpenStreamReader(std::unique_ptr<ByteReader
   return OpenStream(std::move(reader), options, bmap, std::nullopt);
 }
 
+Status CheckImagePathType(const std::string& path) {
+  if (path == "-" || fetch::IsUrl(path)) return Status::Ok();
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) return Status::Ok();
+  if (const char* what = StreamTypeName(st.st_mode)) return NotAnImage(path, what);
+  return Status::Ok();
+}
+
 bool IsPartsSpec(const std::string& spec) {
   struct stat st;
   return !fetch::IsUrl(spec) && spec.find(',') != std::string::npos && ::stat(spec.c_str(), &st) != 0;
@@ -269,6 +298,7 @@ std::string ImageForm::Name() const {
 
 Result<std::unique_ptr<ImageSource>> OpenImage(const std::string& spec, const SourceOptions& options) {
   if (fetch::IsUrl(spec)) return OpenUrlImage(spec, options);
+  FP_RETURN_IF_ERROR(CheckImagePathType(spec));  // before --sha256 reads it
   std::optional<CheckedBmap> bmap;
   std::optional<FileId> bmap_id;
   if (!options.bmap_path.empty()) {
