@@ -33,13 +33,15 @@ struct Flags {
 };
 
 void AddFlags(CLI::App& app, Flags& f) {
-  app.add_option("PARTITION=IMAGE", f.steps, "what to flash, in order (IMAGE: raw, sparse, gzip/xz/zstd/bzip2/lz4, - for stdin, an http(s) URL)")
+  app.add_option("PARTITION=IMAGE", f.steps,
+                 "what to flash, in order (IMAGE: raw, sparse, gzip/xz/zstd/bzip2/lz4, - for stdin, an http(s) URL)")
       ->required();
   app.add_option("-s,--device", f.devices,
                  "a device: USB serial, usb:PATH, tcp:HOST[:PORT] or udp:HOST[:PORT] (repeat for more)")
       ->allow_extra_args(false);  // one value per -s: the steps follow
   app.add_flag("--all", f.all, "every fastboot USB device present");
-  app.add_option("--bmap", f.bmaps, "PARTITION=FILE: a bmaptool map for that partition's raw image (unmapped: not sent)")
+  app.add_option("--bmap", f.bmaps,
+                 "PARTITION=FILE: a bmaptool map for that partition's raw image (unmapped: not sent)")
       ->allow_extra_args(false);
   app.add_option("--slot", f.slot, "slot for partitions that have slots: a, b or other (default: the current one)");
   app.add_option("--retry", f.retries, "flash a device that went away again, up to N times, from its first unfinished "
@@ -77,7 +79,9 @@ Status FetchUrlImages(const FetchFlags& flags, std::vector<host::FlashStep>& ste
     if (!fetch::IsUrl(s.image.path)) continue;
     input::SourceOptions o;
     FP_RETURN_IF_ERROR(ApplyFetchFlags(flags, urls == 1 ? s.image.path : "", &o, nullptr));
-    if (!flags.sha256sums.empty() && urls > 1) FP_RETURN_IF_ERROR(input::ApplySha256Sums(flags.sha256sums, s.image.path, &o));
+    if (!flags.sha256sums.empty() && urls > 1) {
+      FP_RETURN_IF_ERROR(input::ApplySha256Sums(flags.sha256sums, s.image.path, &o));
+    }
     o.bmap_path = s.image.bmap;
     o.find_bmap = s.image.bmap.empty();
     std::fprintf(stderr, "flashpipe flash: fetching %s\n", fetch::DisplayUrl(s.image.path).c_str());
@@ -102,8 +106,11 @@ Result<std::vector<host::FlashStep>> Steps(const Flags& f) {
   }
   for (const std::string& b : f.bmaps) {
     size_t eq = b.find('=');
-    auto it = std::find_if(steps.begin(), steps.end(), [&](const host::FlashStep& s) { return s.partition == b.substr(0, eq); });
-    if (eq == std::string::npos || it == steps.end()) return InvalidArgument(fmt::format("--bmap '{}': expected PARTITION=FILE of a partition to flash", b));
+    auto it = std::find_if(steps.begin(), steps.end(),
+                           [&](const host::FlashStep& s) { return s.partition == b.substr(0, eq); });
+    if (eq == std::string::npos || it == steps.end()) {
+      return InvalidArgument(fmt::format("--bmap '{}': expected PARTITION=FILE of a partition to flash", b));
+    }
     it->image.bmap = b.substr(eq + 1);
   }
   return steps;
@@ -121,7 +128,9 @@ Result<std::vector<std::string>> Devices(const Flags& f, host::UsbBackend* usb) 
   for (const std::string& d : devices) {
     if (seen.insert(d).second) unique.push_back(d);
   }
-  if (unique.empty()) return InvalidArgument(f.all ? "no fastboot USB device found" : "no device: give -s DEVICE or --all");
+  if (unique.empty()) {
+    return InvalidArgument(f.all ? "no fastboot USB device found" : "no device: give -s DEVICE or --all");
+  }
   return unique;
 }
 
@@ -132,8 +141,8 @@ void Summary(const std::vector<host::DeviceResult>& results) {
       if (s.result == "ok") written += " " + s.target;
     }
     std::fprintf(stderr, "%s: %s%s, %s in %.2f s%s%s\n", TerminalText(r.device).c_str(), r.result.c_str(),
-                 written.empty() ? "" : TerminalText(" (" + written.substr(1) + ")").c_str(), FormatBytes(r.bytes).c_str(),
-                 r.seconds, r.error.empty() ? "" : ": ", TerminalText(r.error).c_str());
+                 written.empty() ? "" : TerminalText(" (" + written.substr(1) + ")").c_str(),
+                 FormatBytes(r.bytes).c_str(), r.seconds, r.error.empty() ? "" : ": ", TerminalText(r.error).c_str());
   }
 }
 

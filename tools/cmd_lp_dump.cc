@@ -7,6 +7,7 @@
 #include <tuple>
 
 #include "base/json.h"
+#include "base/utf8.h"
 #include "lp/reader.h"
 #include "superimg/open_super.h"
 #include "tools/commands.h"
@@ -26,6 +27,9 @@ std::string Flags(uint32_t flags, uint32_t known_bit, const char* known_name) {
   return out.empty() ? "none" : out;
 }
 
+// Names come from the image: printed escaped (base/utf8.h), never raw.
+std::string Shown(std::string_view name) { return TerminalText(name); }
+
 std::string GroupOf(const lp::Metadata& m, const lp::PartitionEntry& p) { return m.groups[p.group_index].name; }
 
 std::string ExtentsText(const lp::Metadata& m, const lp::PartitionEntry& p) {
@@ -34,7 +38,7 @@ std::string ExtentsText(const lp::Metadata& m, const lp::PartitionEntry& p) {
   for (const auto& e : lp::ExtentsOf(m, p)) {
     out += fmt::format("    {} .. {} ", first, first + e.num_sectors - 1);
     out += e.target_type == lp::kTargetLinear
-               ? fmt::format("linear {} {}\n", m.block_devices[e.target_source].partition_name, e.target_data)
+               ? fmt::format("linear {} {}\n", Shown(m.block_devices[e.target_source].partition_name), e.target_data)
                : std::string("zero\n");
     first += e.num_sectors;
   }
@@ -51,7 +55,8 @@ std::string LayoutText(const lp::Metadata& m) {
   std::sort(linear.begin(), linear.end());
   std::string out;
   for (const auto& [dev, start, n, name] : linear) {
-    out += fmt::format("{}: {} .. {}: {} ({} sectors)\n", m.block_devices[dev].partition_name, start, start + n, name, n);
+    out += fmt::format("{}: {} .. {}: {} ({} sectors)\n", Shown(m.block_devices[dev].partition_name), start, start + n,
+                       Shown(name), n);
   }
   return out;
 }
@@ -68,18 +73,18 @@ std::string LpText(const lp::Metadata& m) {
       m.geometry.metadata_max_size, m.geometry.metadata_slot_count,
       Flags(m.header.flags, lp::kHeaderFlagVirtualAb, "virtual_ab_device"), kRule);
   for (const auto& p : m.partitions) {
-    out += fmt::format("  Name: {}\n  Group: {}\n  Attributes: {}\n  Extents:\n{}{}", p.name, GroupOf(m, p),
-                       lp::AttributeNames(p.attributes), ExtentsText(m, p), kRule);
+    out += fmt::format("  Name: {}\n  Group: {}\n  Attributes: {}\n  Extents:\n{}{}", Shown(p.name),
+                       Shown(GroupOf(m, p)), lp::AttributeNames(p.attributes), ExtentsText(m, p), kRule);
   }
   out += fmt::format("Super partition layout:\n{}{}{}Block device table:\n{}", kRule, LayoutText(m), kRule, kRule);
   for (const auto& b : m.block_devices) {
-    out += fmt::format("  Partition name: {}\n  First sector: {}\n  Size: {} bytes\n  Flags: {}\n{}", b.partition_name,
-                       b.first_logical_sector, b.size, Flags(b.flags, lp::kBlockDeviceSlotSuffixed, "slot-suffixed"),
-                       kRule);
+    out += fmt::format("  Partition name: {}\n  First sector: {}\n  Size: {} bytes\n  Flags: {}\n{}",
+                       Shown(b.partition_name), b.first_logical_sector, b.size,
+                       Flags(b.flags, lp::kBlockDeviceSlotSuffixed, "slot-suffixed"), kRule);
   }
   out += fmt::format("Group table:\n{}", kRule);
   for (const auto& g : m.groups) {
-    out += fmt::format("  Name: {}\n  Maximum size: {} bytes\n  Flags: {}\n{}", g.name, g.maximum_size,
+    out += fmt::format("  Name: {}\n  Maximum size: {} bytes\n  Flags: {}\n{}", Shown(g.name), g.maximum_size,
                        Flags(g.flags, lp::kGroupSlotSuffixed, "slot-suffixed"), kRule);
   }
   return out;

@@ -11,7 +11,8 @@ namespace flashpipe::tools {
 int ExitWith(const char* command, const Status& status) {
   if (status.ok()) return kExitOk;
   int signal = status.code() == Code::kCancelled ? CaughtSignal() : 0;
-  std::fprintf(stderr, "flashpipe %s: %s%s\n", command, signal ? "" : "error: ", TerminalText(status.ToString()).c_str());
+  std::fprintf(stderr, "flashpipe %s: %s%s\n", command,
+               signal ? "" : "error: ", TerminalText(status.ToString()).c_str());
   return signal ? kExitSignalBase + signal : kExitFailed;
 }
 

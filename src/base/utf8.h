@@ -11,6 +11,12 @@
 //                     bytes that are not well-formed UTF-8. Printable text,
 //                     backslashes and other UTF-8 pass unchanged, so
 //                     ordinary output stays what the AOSP client prints.
+//
+// Beside log::Printable (base/log.h): Printable is for log lines and error
+// messages, bounded in length and pure ASCII (every byte >= 0x7f escaped), so
+// a FAIL text or a log stays short and plain. TerminalText keeps the whole
+// text and its UTF-8, for output that must read as the AOSP client's does
+// (getvar values, device names, summaries) while still being inert.
 #pragma once
 
 #include <cstddef>

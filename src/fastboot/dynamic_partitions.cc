@@ -117,7 +117,7 @@ Status DynamicPartitions::Load() {
   }
   for (const auto& e : m->partitions) {
     if (Status st = lp::CheckName("partition", e.name); !st.ok()) {
-      log::Warn("super '{}': {}: not served", super_.name, log::Printable(st.message()));
+      log::Warn("super '{}': {}: not served", super_.name, st.message());
       continue;
     }
     partitions_.push_back(ToPartition(*m, e));

@@ -7,7 +7,8 @@ namespace {
 
 // `image`: "an image of N bytes", "a stream of at least N bytes".
 Status TooLarge(const std::string& partition, const std::string& image, uint64_t size) {
-  return NoSpace(fmt::format("{} does not fit {} (partition-size {} bytes); nothing more sent", image, partition, size));
+  return NoSpace(
+      fmt::format("{} does not fit {} (partition-size {} bytes); nothing more sent", image, partition, size));
 }
 
 // A device that does not say: no limit but the protocol's 32-bit size.

@@ -60,8 +60,10 @@ class Run {
     }
     while (!args.empty()) FP_RETURN_IF_ERROR(Command(args));
     if (a_.wipe) FP_RETURN_IF_ERROR(Wipe());
-    if (set_active) FP_RETURN_IF_ERROR(Checked(s_->Run("set_active:" + next_active,
-                                                        fmt::format("Setting current slot to '{}'", next_active), out_)));
+    if (set_active) {
+      FP_RETURN_IF_ERROR(Checked(
+          s_->Run("set_active:" + next_active, fmt::format("Setting current slot to '{}'", next_active), out_)));
+    }
     FP_RETURN_IF_ERROR(Reboot());
     std::fprintf(stderr, "Finished. Total time: %.3fs\n", Since(start));
     return Status::Ok();
@@ -171,7 +173,9 @@ class Run {
         return Status::Ok();
       }
       if (!announced) {
-        if (address.via != DeviceAddress::Via::kUsb) std::fprintf(stderr, "error: %s\n", TerminalText(t.status().ToString()).c_str());
+        if (address.via != DeviceAddress::Via::kUsb) {
+          std::fprintf(stderr, "error: %s\n", TerminalText(t.status().ToString()).c_str());
+        }
         std::fprintf(stderr, "< waiting for %s >\n", serial.empty() ? "any device" : TerminalText(serial).c_str());
         announced = true;
       }
@@ -246,7 +250,8 @@ class Run {
   Status Erase(const std::string& name) {
     auto type = s_->client().GetVar("partition-type:" + name);
     if (type.ok() && HasFormatter(*type)) {
-      std::fprintf(stderr, "******** Did you mean to fastboot format this %s partition?\n", TerminalText(*type).c_str());
+      std::fprintf(stderr, "******** Did you mean to fastboot format this %s partition?\n",
+                   TerminalText(*type).c_str());
     }
     return Checked(s_->Run("erase:" + name, fmt::format("Erasing '{}'", name), out_));
   }
@@ -333,7 +338,8 @@ class Run {
         active = cur.ok() ? *cur : "";
       }
       if (!active.empty()) {
-        FP_RETURN_IF_ERROR(Checked(s_->Run("set_active:" + active, fmt::format("Setting current slot to '{}'", active), out_)));
+        FP_RETURN_IF_ERROR(
+            Checked(s_->Run("set_active:" + active, fmt::format("Setting current slot to '{}'", active), out_)));
       }
     }
     std::string secondary;
@@ -368,7 +374,8 @@ class Run {
       FP_RETURN_IF_ERROR(ForPartitions(image->partition, slot, false, [&](const std::string& name) -> Status {
         FP_ASSIGN_OR_RETURN(bool logical, s_->IsLogical(name));
         if (!logical) return Status::Ok();
-        return Checked(s_->Run(fmt::format("resize-logical-partition:{}:0", name), fmt::format("Resizing '{}'", name), out_));
+        return Checked(
+            s_->Run(fmt::format("resize-logical-partition:{}:0", name), fmt::format("Resizing '{}'", name), out_));
       }));
     }
     return FlashImages(dir, os);
@@ -400,7 +407,9 @@ class Run {
     if (n == buf.size()) return InvalidArgument(fmt::format("android-info.txt: larger than {} bytes", buf.size() - 1));
     std::string text(buf.begin(), buf.begin() + static_cast<ptrdiff_t>(n));
     auto product = s_->client().GetVar("product");
-    if (!product.ok()) std::fprintf(stderr, "getvar:product FAILED (%s)\n", TerminalText(AospOutput::Reason(product.status())).c_str());
+    if (!product.ok()) {
+      std::fprintf(stderr, "getvar:product FAILED (%s)\n", TerminalText(AospOutput::Reason(product.status())).c_str());
+    }
     std::string cur = product.ok() ? *product : "";
     for (size_t start = 0; start < text.size();) {
       size_t nl = text.find('\n', start);
@@ -410,10 +419,11 @@ class Run {
       if (line.empty()) continue;
       // A requirement too long to be one is refused, never skipped: skipping
       // a "require board=" line would flash a board the images are not for.
-      if (line.size() > kMaxRequirementLine)
+      if (line.size() > kMaxRequirementLine) {
         return InvalidArgument(fmt::format("android-info.txt: a line of {} bytes at offset {} (at most {}): {}",
                                            line.size(), at, kMaxRequirementLine,
                                            log::Printable(line, 64)));
+      }
       auto r = ParseRequirement(line);
       if (!r) {
         std::fprintf(stderr, "android-info.txt syntax error: %s\n", log::Printable(line).c_str());
@@ -440,7 +450,9 @@ class Run {
         known = true;
       }
     }
-    if (!known) return NotFound(fmt::format("device requires partition {} which is not known to this version of fastboot", part));
+    if (!known) {
+      return NotFound(fmt::format("device requires partition {} which is not known to this version of fastboot", part));
+    }
     return Status::Ok();
   }
 
@@ -464,8 +476,8 @@ class Run {
     }
     std::string options = fmt::format("'{}'", r.options[0]);
     for (size_t i = 1; i < r.options.size(); ++i) options += fmt::format(" or '{}'", r.options[i]);
-    std::fprintf(stderr, "FAILED\n\nDevice %s is '%s'.\nUpdate %s %s.\n\n", TerminalText(r.name).c_str(), TerminalText(*value).c_str(),
-                 r.reject ? "rejects" : "requires", TerminalText(options).c_str());
+    std::fprintf(stderr, "FAILED\n\nDevice %s is '%s'.\nUpdate %s %s.\n\n", TerminalText(r.name).c_str(),
+                 TerminalText(*value).c_str(), r.reject ? "rejects" : "requires", TerminalText(options).c_str());
     return InvalidArgument("requirements not met!");
   }
 
@@ -521,7 +533,8 @@ class Run {
       auto size = s_->client().GetVar(std::string("partition-size:") + part);
       std::fprintf(stderr, "Erase successful, but not automatically formatting.\n");
       if (!size.ok()) {
-        std::fprintf(stderr, "Unable to get partition size\nFAILED (%s)\n", TerminalText(AospOutput::Reason(size.status())).c_str());
+        std::fprintf(stderr, "Unable to get partition size\nFAILED (%s)\n",
+                     TerminalText(AospOutput::Reason(size.status())).c_str());
         continue;
       }
       std::fprintf(stderr, "File system type %s not supported.\n", TerminalText(*type).c_str());

@@ -1,6 +1,5 @@
 #include "host/product_out.h"
 
-
 namespace flashpipe::host {
 namespace {
 
@@ -31,16 +30,15 @@ std::string Trim(std::string s) {
   return b == std::string::npos ? std::string() : s.substr(b, e - b + 1);
 }
 
-}  // namespace
-
-std::span<const ProductImage> ProductImages() { return kImages; }
-
-namespace {
-
 bool Space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\v' || c == '\f'; }
 
 size_t SkipSpace(std::string_view s, size_t i) {
   while (i < s.size() && Space(s[i])) ++i;
+  return i;
+}
+
+size_t SkipToken(std::string_view s, size_t i) {
+  while (i < s.size() && !Space(s[i])) ++i;
   return i;
 }
 
@@ -50,8 +48,7 @@ size_t SkipSpace(std::string_view s, size_t i) {
 // length (a recursive regex here once overflowed the stack on a long line).
 bool NameValue(std::string_view s, size_t i, Requirement* r, std::string* value) {
   size_t b = SkipSpace(s, i);
-  size_t e = b;
-  while (e < s.size() && !Space(s[e])) ++e;
+  size_t e = SkipToken(s, b);
   if (e == b) return false;
   size_t after = SkipSpace(s, e);
   size_t value_at;
@@ -75,6 +72,8 @@ bool Keyword(std::string_view s, std::string_view word) {
 
 }  // namespace
 
+std::span<const ProductImage> ProductImages() { return kImages; }
+
 std::optional<Requirement> ParseRequirement(std::string_view line) {
   if (line.size() > kMaxRequirementLine) return std::nullopt;
   Requirement r;
@@ -82,7 +81,7 @@ std::optional<Requirement> ParseRequirement(std::string_view line) {
   bool parsed = false;
   if (Keyword(line, "require") || Keyword(line, "reject")) {
     r.reject = line.starts_with("reject");
-    parsed = NameValue(line, line.find_first_of(" \t\r\n\v\f"), &r, &options);
+    parsed = NameValue(line, SkipToken(line, 0), &r, &options);
   }
   if (!parsed) {
     r.reject = false;
@@ -91,8 +90,7 @@ std::optional<Requirement> ParseRequirement(std::string_view line) {
   constexpr std::string_view kForProduct = "require-for-product:";
   if (!parsed && line.starts_with(kForProduct)) {
     size_t b = SkipSpace(line, kForProduct.size());
-    size_t e = b;
-    while (e < line.size() && !Space(line[e])) ++e;
+    size_t e = SkipToken(line, b);
     if (e > b && e < line.size()) {
       r.product = std::string(line.substr(b, e - b));
       parsed = NameValue(line, e, &r, &options);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "base/log.h"
 #include "lp/reader.h"
 #include "lp/writer.h"
 
@@ -59,7 +60,8 @@ Result<BlockDeviceEntry> MakeDevice(const BlockDeviceSpec& d, const Geometry& g,
 Status CheckName(std::string_view what, std::string_view name) {
   if (name.empty() || name.size() > kNameSize || !std::all_of(name.begin(), name.end(), IsNameChar)) {
     return InvalidArgument(
-        fmt::format("{} name \"{}\" is not 1 to {} characters of A-Z a-z 0-9 _ -", what, name, kNameSize));
+        fmt::format("{} name \"{}\" is not 1 to {} characters of A-Z a-z 0-9 _ -", what, log::Printable(name, 64),
+                    kNameSize));
   }
   return Status::Ok();
 }

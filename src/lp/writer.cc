@@ -4,6 +4,7 @@
 
 #include <array>
 
+#include "lp/builder.h"
 #include "lp/reader.h"
 
 namespace flashpipe::lp {
@@ -25,17 +26,14 @@ void AppendTable(const std::vector<T>& entries, uint32_t entry_size, Serialize s
   }
 }
 
-// Names are cut to 36 bytes on disk: a longer one would not read back as itself.
+// One name rule for every metadata flashpipe writes (update-super, lp make,
+// lp resize): builder.h's CheckName, 1 to 36 bytes of A-Z a-z 0-9 _ -. A
+// longer name would not read back as itself; "../x" or an escape would reach
+// a file name (lpunpack's NAME.img, /dev/block/mapper/NAME) or a terminal.
 Status CheckNames(const Metadata& m) {
-  std::vector<std::pair<const char*, const std::string*>> names;
-  for (const auto& p : m.partitions) names.emplace_back("partition", &p.name);
-  for (const auto& g : m.groups) names.emplace_back("group", &g.name);
-  for (const auto& b : m.block_devices) names.emplace_back("block device", &b.partition_name);
-  for (const auto& [what, name] : names) {
-    if (name->size() > kNameSize) {
-      return InvalidArgument(fmt::format("{} name \"{}\" is longer than {} bytes", what, *name, kNameSize));
-    }
-  }
+  for (const auto& p : m.partitions) FP_RETURN_IF_ERROR(CheckName("partition", p.name));
+  for (const auto& g : m.groups) FP_RETURN_IF_ERROR(CheckName("group", g.name));
+  for (const auto& b : m.block_devices) FP_RETURN_IF_ERROR(CheckName("block device", b.partition_name));
   return Status::Ok();
 }
 

@@ -112,8 +112,31 @@ TEST(LpWriterTest, InvalidMetadataIsRefusedBeforeAnyWrite) {
 TEST(LpWriterTest, ANameLongerThan36BytesIsRefused) {
   Metadata m = OldMetadata();
   m.groups[1].name = std::string(37, 'g');
-  EXPECT_EQ(SerializeMetadata(m).status().message(), "group name \"" + std::string(37, 'g') +
-                                                         "\" is longer than 36 bytes");
+  EXPECT_EQ(SerializeMetadata(m).status().message(),
+            "group name \"" + std::string(37, 'g') + "\" is not 1 to 36 characters of A-Z a-z 0-9 _ -");
+}
+
+// One name rule for everything written: a name that would become a path or
+// reach a terminal raw (from a hostile super_empty.img) is refused, shown
+// escaped; the largest legal name (36 bytes, no NUL on disk) is written.
+TEST(LpWriterTest, NamesOutsideTheRuleAreRefusedAndShownEscaped) {
+  for (std::string bad : {std::string("../../x\n\x1b[2J"), std::string("sys/tem"), std::string(), std::string("a b")}) {
+    Metadata m = OldMetadata();
+    m.partitions[0].name = bad;
+    auto s = SerializeMetadata(m);
+    ASSERT_EQ(s.status().code(), Code::kInvalidArgument) << bad;
+    EXPECT_EQ(s.status().message().find('\x1b'), std::string::npos);
+  }
+  Metadata m = OldMetadata();
+  m.partitions[0].name = "../../x\n\x1b[2J";
+  EXPECT_EQ(SerializeMetadata(m).status().message(),
+            "partition name \"../../x\\x0a\\x1b[2J\" is not 1 to 36 characters of A-Z a-z 0-9 _ -");
+  m.partitions[0].name = std::string(36, 'p');
+  auto blob = SerializeMetadata(m);
+  ASSERT_TRUE(blob.ok()) << blob.status().ToString();
+  auto back = ParseMetadataCopy(m.geometry, *blob, "back", 0);
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->partitions[0].name, std::string(36, 'p'));
 }
 
 TEST(LpWriterTest, MetadataLargerThanASlotIsRefused) {
@@ -191,7 +214,8 @@ TEST(LpWriterTest, RepairRefusesAGeometryWithMoreSlotsThanRealSupersHave) {
   ASSERT_TRUE(dev.Write(0x2000, *block).ok());
   auto repaired = RepairMetadata(dev);
   ASSERT_FALSE(repaired.ok());
-  EXPECT_EQ(repaired.status().message(), "the geometry has 4294967295 metadata slots: more than the 64 flashpipe writes");
+  EXPECT_EQ(repaired.status().message(),
+            "the geometry has 4294967295 metadata slots: more than the 64 flashpipe writes");
   Metadata m = OldMetadata();
   m.geometry = g;
   EXPECT_EQ(FlashMetadata(dev, m, {.allow_new_geometry = true}).code(), Code::kInvalidArgument);
