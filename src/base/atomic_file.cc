@@ -109,17 +109,21 @@ Result<bool> IsRegularOrAbsent(const std::string& path) {
 Result<AtomicFile> AtomicFile::Create(const std::string& path, const Options& options) {
   AtomicFile f;
   f.path_ = path;
-  if (options.follow_symlinks) {
+  const bool follow = options.symlink == Options::Symlink::kFollow;
+  if (follow) {
     FP_ASSIGN_OR_RETURN(f.final_, FollowSymlinks(path));
   } else {
     f.final_ = path;
   }
   struct stat st;
-  bool exists = (options.follow_symlinks ? ::stat(f.final_.c_str(), &st) : ::lstat(f.final_.c_str(), &st)) == 0;
+  bool exists = (follow ? ::stat(f.final_.c_str(), &st) : ::lstat(f.final_.c_str(), &st)) == 0;
   if (!exists && errno != ENOENT) return ErrnoError(fmt::format("stat {}", path));
   if (exists && S_ISDIR(st.st_mode)) return IoError(fmt::format("{} is a directory", path), EISDIR);
   if (exists && S_ISLNK(st.st_mode)) {
-    return InvalidArgument(fmt::format("{} is a symbolic link (not followed here)", path));
+    if (options.symlink == Options::Symlink::kRefuse) {
+      return InvalidArgument(fmt::format("{} is a symbolic link (not followed here)", path));
+    }
+    exists = false;  // kReplace: the link goes, its target is not looked at
   }
   if (exists && !S_ISREG(st.st_mode)) return InvalidArgument(fmt::format("{} is not a regular file", path));
   f.mode_ = exists && options.keep_existing_mode ? (st.st_mode & 07777) : (options.new_mode & ~CurrentUmask());

@@ -11,12 +11,20 @@
 // ".NAME.flashpipe-PID-XXXXXX" that the next AtomicFile for the same output
 // removes (when process PID is gone).
 //
-// One policy for symlinks, as AOSP's tools have it: an output path that is a
-// symlink is written through (the link's target is replaced, the link
-// stays). Options::follow_symlinks = false is for outputs in directories
-// others can write (the daemon's state file in /tmp): the temporary file and
-// the rename stay in the path's own directory, and a path that is a symlink
-// is refused, never followed. An existing output keeps its permission bits; a new one gets
+// Three policies for a symlink at the path (Options::symlink):
+//   kFollow   (default) a path the user named as the output is written
+//             through, as AOSP's tools do: the link's target is replaced,
+//             the link stays.
+//   kRefuse   a path in a directory others can write (the daemon's state
+//             file in /tmp): a symlink there is an error, never followed.
+//   kReplace  a name the tool makes inside a folder it was given (lp
+//             unpack's NAME.img, resparse's and read's PREFIX.N parts): a
+//             link planted there is replaced by the new file, never written
+//             through, as a hard link planted there is.
+// Except with kFollow the temporary file and the rename stay in the path's
+// own directory; rename(2) replaces a link at the name, it does not follow
+// it, so a link planted between Create and Commit is replaced too. An
+// existing regular file keeps its permission bits; a new one gets
 // 0666 & ~umask (or `new_mode` & ~umask).
 //
 // Only for regular files: the caller writes block devices, character devices
@@ -45,8 +53,16 @@ class AtomicFile {
     mode_t new_mode = 0666;      // for a new file, before the umask
     bool keep_existing_mode = true;
     bool cleanup_stale = true;   // remove temps of dead runs for this output
-    bool follow_symlinks = true; // false: a symlink at the path is an error
+    enum class Symlink { kFollow, kRefuse, kReplace };
+    Symlink symlink = Symlink::kFollow;  // see above
   };
+
+  // The options for a name made inside a folder the tool was given.
+  static Options InFolder() {
+    Options o;
+    o.symlink = Options::Symlink::kReplace;
+    return o;
+  }
 
   static Result<AtomicFile> Create(const std::string& path, const Options& options);
   static Result<AtomicFile> Create(const std::string& path) { return Create(path, Options()); }

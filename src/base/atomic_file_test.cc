@@ -117,7 +117,7 @@ TEST(AtomicFile, WithoutFollowingASymlinkIsRefusedOrReplaced) {
   Write(victim, "precious");
   ASSERT_EQ(::symlink("victim", link.c_str()), 0);
   AtomicFile::Options no_follow;
-  no_follow.follow_symlinks = false;
+  no_follow.symlink = AtomicFile::Options::Symlink::kRefuse;
   auto refused = AtomicFile::Create(link, no_follow);
   ASSERT_FALSE(refused.ok());
   EXPECT_NE(refused.status().message().find("symbolic link"), std::string::npos) << refused.status().ToString();
@@ -133,6 +133,36 @@ TEST(AtomicFile, WithoutFollowingASymlinkIsRefusedOrReplaced) {
   EXPECT_EQ(Read(link), "state");
   EXPECT_EQ(Read(victim), "precious");
 }
+// For names a tool makes in a folder it was given: a symlink or a hard link
+// planted at the name is replaced by the new file; what it pointed to keeps
+// its bytes and its mode.
+TEST(AtomicFile, ReplaceTakesThePlaceOfPlantedLinksNeverWritesThroughThem) {
+  testing::TempDir dir;
+  std::string victim = dir.path() + "/victim", soft = dir.path() + "/soft.img", hard = dir.path() + "/hard.img";
+  Write(victim, "precious");
+  ASSERT_EQ(::chmod(victim.c_str(), 0600), 0);
+  ASSERT_EQ(::symlink("victim", soft.c_str()), 0);
+  ASSERT_EQ(::link(victim.c_str(), hard.c_str()), 0);
+  AtomicFile::Options replace;
+  replace.symlink = AtomicFile::Options::Symlink::kReplace;
+  for (const std::string& name : {soft, hard}) {
+    auto f = AtomicFile::Create(name, replace);
+    ASSERT_TRUE(f.ok()) << f.status().ToString();
+    EXPECT_EQ(f->final_path(), name);
+    ASSERT_TRUE(WriteAll(f->fd(), Bytes("partition"), f->temp_path()).ok());
+    ASSERT_TRUE(f->Commit().ok());
+    struct stat st;
+    ASSERT_EQ(::lstat(name.c_str(), &st), 0);
+    EXPECT_TRUE(S_ISREG(st.st_mode)) << name;
+    EXPECT_EQ(Read(name), "partition");
+  }
+  EXPECT_EQ(Read(victim), "precious");
+  struct stat st;
+  ASSERT_EQ(::stat(victim.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  EXPECT_EQ(st.st_nlink, 1u);  // the hard link is gone, not the file
+}
+
 TEST(AtomicFile, RefusesADirectory) {
   testing::TempDir dir;
   auto f = AtomicFile::Create(dir.path());

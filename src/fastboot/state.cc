@@ -193,7 +193,7 @@ Status PersistentState::Save(const Fields& f) const {
   if (struct stat st; shared && ::lstat(path_.c_str(), &st) == 0) FP_RETURN_IF_ERROR(CheckSharedFile(path_, st));
   AtomicFile::Options options;
   options.new_mode = 0644;
-  options.follow_symlinks = !shared;
+  options.symlink = shared ? AtomicFile::Options::Symlink::kRefuse : AtomicFile::Options::Symlink::kFollow;
   FP_ASSIGN_OR_RETURN(AtomicFile out, AtomicFile::Create(path_, options));
   std::string text = fmt::format("# flashpipe serve state\nslot={}\nlocked={}\ncritical_locked={}\n", f.slot,
                                  f.locked ? 1 : 0, f.critical_locked ? 1 : 0);

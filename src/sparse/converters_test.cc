@@ -418,30 +418,36 @@ TEST(ResparseFilesTest, APartOrStalePartThatIsTheInputIsRefusedAndNothingChanges
   EXPECT_EQ(Entries(dir.path()), 5u);
 }
 
-// A part that cannot be created after others were written: the old parts
-// stay as they were and no temp is left (before, parts were truncated in
-// place one by one).
+// A part that cannot be created: the old parts stay as they were and no
+// temp is left (before, parts were truncated in place one by one).
 TEST(ResparseFilesTest, AFailureLeavesTheOldPartsAndNoTemp) {
   TempDir dir;
   WriteFile(dir / "in", RawImage(40, 1));
   WriteFile(dir / "p.0", {'o', 'l', 'd'});
-  ASSERT_EQ(::symlink("missing_dir/x", (dir / "p.2").c_str()), 0);
+  ASSERT_EQ(::mkdir((dir / "p.2").c_str(), 0700), 0);
   Status s = ResparseToFiles(dir / "in", dir / "p", 50000).status();
   EXPECT_EQ(s.code(), Code::kIoError) << s.ToString();
   EXPECT_EQ(ReadFile(dir / "p.0"), (std::vector<uint8_t>{'o', 'l', 'd'}));
   EXPECT_EQ(Entries(dir.path()), 3u);  // in, p.0, p.2
 }
 
-TEST(ResparseFilesTest, SymlinkedPartIsWrittenThroughAndKeepsItsMode) {
+// Parts are names resparse makes in the prefix's folder: a symlink or a hard
+// link planted at one is replaced by the part, never written through (issue
+// 19: a link to ../victim must not become a way to overwrite it).
+TEST(ResparseFilesTest, APlantedLinkAtAPartIsReplacedNotWrittenThrough) {
   TempDir dir;
   WriteFile(dir / "in", RawImage(40, 1));
   WriteFile(dir / "real", {'o', 'l', 'd'});
   ASSERT_EQ(::chmod((dir / "real").c_str(), 0640), 0);
   ASSERT_EQ(::symlink("real", (dir / "p.1").c_str()), 0);
+  ASSERT_EQ(::link((dir / "real").c_str(), (dir / "p.2").c_str()), 0);
   auto r = ResparseToFiles(dir / "in", dir / "p", 50000);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
-  EXPECT_TRUE(fs::is_symlink(dir / "p.1"));
+  ASSERT_GE(r->parts, 3u);
+  EXPECT_FALSE(fs::is_symlink(dir / "p.1"));
+  EXPECT_EQ(ReadFile(dir / "real"), (std::vector<uint8_t>{'o', 'l', 'd'}));
   EXPECT_EQ(Mode(dir / "real"), 0640u);
+  EXPECT_EQ(fs::hard_link_count(dir / "real"), 1u);
   std::vector<std::string> parts;
   for (size_t i = 0; i < r->parts; ++i) parts.push_back(PartPath(dir / "p", i));
   ASSERT_TRUE(ExpandToPath(parts, dir / "out", {}).ok());

@@ -4,7 +4,6 @@
 #include <sys/stat.h>
 
 #include <algorithm>
-#include <map>
 
 #include "base/atomic_file.h"
 #include "base/file_id.h"
@@ -57,17 +56,17 @@ Result<Existing> ScanParts(const std::string& prefix) {
   return found;
 }
 
-// Part `path` may be written: absent or a regular file, not the input, not
-// the same file as an earlier part.
-Status CheckPart(const std::string& path, const InputFile& in, std::map<std::pair<dev_t, ino_t>, std::string>* seen) {
+// Part `path` may be written: absent, a regular file that is not the input,
+// or a link (a symlink or hard link planted there is replaced by the part,
+// never written through: AtomicFile::InFolder).
+Status CheckPart(const std::string& path, const InputFile& in) {
+  struct stat st;
+  if (::lstat(path.c_str(), &st) == 0 && S_ISLNK(st.st_mode)) return Status::Ok();
   FP_ASSIGN_OR_RETURN(bool regular, IsRegularOrAbsent(path));
   if (!regular) return InvalidArgument(fmt::format("{} is not a regular file: resparse writes its parts to files", path));
   FP_ASSIGN_OR_RETURN(std::optional<FileId> id, FileIdOfPath(path));
   if (!id) return Status::Ok();
-  FP_RETURN_IF_ERROR(RefuseInputAsOutput(*id, path, false, {&in, 1}));
-  auto [it, fresh] = seen->emplace(std::make_pair(id->dev, id->ino), path);
-  if (!fresh) return InvalidArgument(fmt::format("{} and {} are the same file: each part needs its own", it->second, path));
-  return Status::Ok();
+  return RefuseInputAsOutput(*id, path, false, {&in, 1});
 }
 
 // A stale part may be removed: a regular file or a symlink (only the link
@@ -90,8 +89,7 @@ Status CheckStale(const std::string& path, const InputFile& in) {
 // Every check; returns the stale parts to remove.
 Result<std::vector<std::string>> CheckNames(const std::string& prefix, size_t parts, const Existing& found,
                                             const InputFile& in) {
-  std::map<std::pair<dev_t, ino_t>, std::string> seen;
-  for (size_t i = 0; i < parts; ++i) FP_RETURN_IF_ERROR(CheckPart(PartPath(prefix, i), in, &seen));
+  for (size_t i = 0; i < parts; ++i) FP_RETURN_IF_ERROR(CheckPart(PartPath(prefix, i), in));
   std::vector<std::string> stale;
   for (uint64_t n : found.parts) {
     if (n < parts) continue;
@@ -111,7 +109,7 @@ Status CheckPrefix(const std::string& prefix) {
 Status WriteParts(const ResparsePlan& plan, const InputFile& in, const std::string& prefix,
                   std::vector<AtomicFile>* files) {
   for (size_t i = 0; i < plan.parts.size(); ++i) {
-    FP_ASSIGN_OR_RETURN(AtomicFile f, AtomicFile::Create(PartPath(prefix, i)));
+    FP_ASSIGN_OR_RETURN(AtomicFile f, AtomicFile::Create(PartPath(prefix, i), AtomicFile::InFolder()));
     FdOutput out(f.fd(), f.temp_path());
     FP_RETURN_IF_ERROR(WritePart(plan, i, in.fd.get(), in.name, &out));
     FP_RETURN_IF_ERROR(f.Sync());  // durable now, and no descriptor kept per part

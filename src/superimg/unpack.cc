@@ -78,7 +78,7 @@ Result<std::vector<std::string>> Unpack(lp::BlockIo& super, const lp::Metadata& 
   std::vector<AtomicFile> outs;
   std::unique_ptr<uint8_t[]> buf(new uint8_t[kBuffer]);
   for (size_t i = 0; i < parts.size(); ++i) {
-    FP_ASSIGN_OR_RETURN(AtomicFile out, AtomicFile::Create(paths[i]));
+    FP_ASSIGN_OR_RETURN(AtomicFile out, AtomicFile::Create(paths[i], AtomicFile::InFolder()));
     FP_RETURN_IF_ERROR(Extract(super, m, *parts[i], out, buf.get()));
     FP_RETURN_IF_ERROR(out.Sync());  // durable now, no descriptor kept open
     outs.push_back(std::move(out));
