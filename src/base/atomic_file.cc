@@ -13,6 +13,7 @@
 #include <vector>
 #include <utility>
 
+#include "base/write_lock.h"
 
 namespace flashpipe {
 namespace {
@@ -126,6 +127,10 @@ Result<AtomicFile> AtomicFile::Create(const std::string& path, const Options& op
     exists = false;  // kReplace: the link goes, its target is not looked at
   }
   if (exists && !S_ISREG(st.st_mode)) return InvalidArgument(fmt::format("{} is not a regular file", path));
+  if (exists && options.lock_existing) {
+    f.lock_ = UniqueFd(::open(f.final_.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK));
+    if (f.lock_.valid()) FP_RETURN_IF_ERROR(LockForWriting(f.lock_.get(), path));
+  }
   f.mode_ = exists && options.keep_existing_mode ? (st.st_mode & 07777) : (options.new_mode & ~CurrentUmask());
   std::string dir = DirName(f.final_);
   std::string prefix = TempPrefix(f.final_);
@@ -139,13 +144,18 @@ Result<AtomicFile> AtomicFile::Create(const std::string& path, const Options& op
 }
 
 AtomicFile::AtomicFile(AtomicFile&& o) noexcept
-    : fd_(std::move(o.fd_)), path_(std::move(o.path_)), final_(std::move(o.final_)), temp_(std::move(o.temp_)),
+    : fd_(std::move(o.fd_)),
+      lock_(std::move(o.lock_)),
+      path_(std::move(o.path_)),
+      final_(std::move(o.final_)),
+      temp_(std::move(o.temp_)),
       mode_(o.mode_), synced_(o.synced_), done_(std::exchange(o.done_, true)) {}
 
 AtomicFile& AtomicFile::operator=(AtomicFile&& o) noexcept {
   if (this != &o) {
     Abort();
     fd_ = std::move(o.fd_);
+    lock_ = std::move(o.lock_);
     path_ = std::move(o.path_);
     final_ = std::move(o.final_);
     temp_ = std::move(o.temp_);
@@ -162,6 +172,7 @@ void AtomicFile::Abort() {
   if (done_) return;
   fd_.Reset();
   ::unlink(temp_.c_str());
+  lock_.Reset();
   done_ = true;
 }
 
@@ -186,6 +197,7 @@ Status AtomicFile::Rename() {
     Abort();
     return s;
   }
+  lock_.Reset();
   done_ = true;
   return Status::Ok();
 }

@@ -55,12 +55,17 @@ class AtomicFile {
     bool cleanup_stale = true;   // remove temps of dead runs for this output
     enum class Symlink { kFollow, kRefuse, kReplace };
     Symlink symlink = Symlink::kFollow;  // see above
+    // Hold an exclusive lock (base/write_lock.h) on the existing file until
+    // Commit or Abort: a second writer of the same output (another run, a
+    // `serve` writing it) is refused instead of both reporting success.
+    bool lock_existing = true;
   };
 
   // The options for a name made inside a folder the tool was given.
   static Options InFolder() {
     Options o;
     o.symlink = Options::Symlink::kReplace;
+    o.lock_existing = false;  // many parts: no descriptor kept per part
     return o;
   }
 
@@ -104,6 +109,7 @@ class AtomicFile {
  private:
   AtomicFile() = default;
   UniqueFd fd_;
+  UniqueFd lock_;  // the existing output, locked (Options::lock_existing)
   std::string path_, final_, temp_;
   Status Rename();
   mode_t mode_ = 0644;

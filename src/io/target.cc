@@ -10,6 +10,7 @@
 
 #include <fstream>
 
+#include "base/write_lock.h"
 #include "io/device_users.h"
 #include "io/queues.h"
 
@@ -153,6 +154,8 @@ Result<std::unique_ptr<Target>> Target::Open(const std::string& path, const Targ
   auto t = std::unique_ptr<Target>(new Target());
   t->path_ = path;
   FP_ASSIGN_OR_RETURN(t->fd_, OpenFd(path, flags, options.force, &t->geometry_.direct));
+  // Before Setup, which may truncate: a second writer changes nothing.
+  if (!options.read_only) FP_RETURN_IF_ERROR(LockForWriting(t->fd_.get(), path));
   FP_RETURN_IF_ERROR(t->Setup(options, blk));
   return t;
 }

@@ -153,6 +153,8 @@ TEST(TargetTest, WindowBounds) {
   EXPECT_FALSE((*t)->CheckRange(UINT64_MAX - 10, 20).ok());  // no wrap-around
   EXPECT_FALSE((*t)->CheckRange(200 << 10, 0).ok());
 
+  EXPECT_EQ(Target::Open(dir.File("w.img"), o).status().code(), Code::kBusy);  // one writer at a time
+  (*t).reset();
   o.window_offset = 1 << 20;
   o.window_size = 1;
   EXPECT_EQ(Target::Open(dir.File("w.img"), o).status().code(), Code::kNoSpace);

@@ -6,6 +6,8 @@
 
 #include <cstdlib>
 
+#include "base/write_lock.h"
+
 namespace flashpipe::output {
 
 Status NotTheSource(const std::string& path, const FileId& source, std::string_view what) {
@@ -49,6 +51,7 @@ Status OutputFile::Open() {
   }
   owned_ = UniqueFd(::open(path_.c_str(), O_WRONLY | O_CLOEXEC));
   if (!owned_.valid()) return ErrnoError(fmt::format("cannot open {}", path_));
+  FP_RETURN_IF_ERROR(LockForWriting(owned_.get(), path_));  // a device another run writes
   stream_ = owned_.get();
   return Status::Ok();
 }

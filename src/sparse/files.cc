@@ -6,6 +6,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/write_lock.h"
+
 namespace flashpipe::sparse {
 namespace {
 
@@ -94,6 +96,7 @@ Result<OutputFile> OutputFile::Check(const std::string& path, std::span<const In
       return Busy(fmt::format("{} is in use (mounted, or opened exclusively by another program)", path));
     }
     if (!out.fd_.valid()) return ErrnoError(fmt::format("open {}", path));
+    FP_RETURN_IF_ERROR(LockForWriting(out.fd_.get(), path));
     FP_ASSIGN_OR_RETURN(out.device_size_, DeviceSize(out.fd_.get(), path));
   } else {
     out.kind_ = Kind::kStream;  // opened by Open(): a fifo waits there for its reader
