@@ -8,7 +8,7 @@ std::string_view CodeName(Code code) {
   static constexpr std::string_view kNames[] = {
       "OK",          "invalid argument", "corrupt", "I/O error", "no space",
       "not found",   "unsupported",      "busy",    "cancelled", "internal",
-      "mismatch", "timed out"};
+      "mismatch", "timed out", "protocol error"};
   auto i = static_cast<size_t>(code);
   return i < std::size(kNames) ? kNames[i] : "unknown";
 }

@@ -33,6 +33,7 @@ enum class Code : uint8_t {
   kInternal,
   kMismatch,         // data read back differs from the image (verify)
   kTimedOut,         // a deadline passed (not the same as the peer going away)
+  kProtocol,         // a peer (a fastboot device, a server) broke its protocol
 };
 
 std::string_view CodeName(Code code);
@@ -69,6 +70,7 @@ inline Status NoSpace(std::string m) { return {Code::kNoSpace, std::move(m)}; }
 inline Status NotFound(std::string m) { return {Code::kNotFound, std::move(m)}; }
 inline Status Unsupported(std::string m) { return {Code::kUnsupported, std::move(m)}; }
 inline Status Busy(std::string m) { return {Code::kBusy, std::move(m)}; }
+inline Status ProtocolError(std::string m) { return {Code::kProtocol, std::move(m)}; }
 inline Status Cancelled(std::string m) { return {Code::kCancelled, std::move(m)}; }
 inline Status Internal(std::string m) { return {Code::kInternal, std::move(m)}; }
 inline Status Mismatch(std::string m) { return {Code::kMismatch, std::move(m)}; }

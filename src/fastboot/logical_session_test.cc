@@ -236,7 +236,8 @@ TEST_F(LogicalSessionTest, ResizeCreateDeleteChangeTheMetadataOnDisk) {
   EXPECT_EQ(lp::FindPartition(OnDisk(0), "odm_a"), nullptr);
   EXPECT_EQ(One("getvar:is-logical:odm_a"), "FAILpartition 'odm_a' not found");
   EXPECT_EQ(One("delete-logical-partition:boot_a"), "FAILlogical partition 'boot_a' not found");
-  EXPECT_EQ(One("resize-logical-partition:system_a:12x"), "FAILresize-logical-partition");
+  EXPECT_EQ(One("resize-logical-partition:system_a:12x"),
+            "FAILresize-logical-partition: size '12x' is not a number of...");  // the reason, not the label alone
   EXPECT_EQ(One("resize-logical-partition:system_a"), "FAILresize-logical-partition: expected PARTITION:SIZE");
 
   // No room: a clear FAIL, the reason in INFO lines first; nothing changes.
@@ -247,7 +248,7 @@ TEST_F(LogicalSessionTest, ResizeCreateDeleteChangeTheMetadataOnDisk) {
   std::string info;
   for (const auto& i : t.Infos()) info += (info.empty() ? "" : " ") + i;  // broken between words
   EXPECT_EQ(info, "not enough free space for partition huge: 100003840 more bytes needed, 17825792 free");
-  EXPECT_EQ(One("resize-logical-partition:vendor_a:20000000"), "FAILpartition vendor_a");
+  EXPECT_EQ(One("resize-logical-partition:vendor_a:20000000"), "FAILpartition vendor_a: group main has 6483968 of its...");
   EXPECT_EQ(mem_.disk(), before);
 }
 

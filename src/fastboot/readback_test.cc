@@ -190,7 +190,7 @@ TEST_F(ReadbackTest, UploadSendsTheStagedRangeReadNow) {
   t.Command("upload").Command("oem stage:system:0x1000:0x3000").Command("upload");
   auto r = Run(t);
   // The whole reason went out as INFO lines; the FAIL keeps its first part.
-  EXPECT_EQ(r, (std::vector<std::string>{"FAILnothing staged", "OKAY", "OKAY"}));
+  EXPECT_EQ(r, (std::vector<std::string>{"FAILnothing staged: oem stage PARTITION[:OFFSET[:SIZE]] or...", "OKAY", "OKAY"}));
   EXPECT_EQ(t.Infos().front(), "nothing staged: oem stage PARTITION[:OFFSET[:SIZE]] or fetch");
   EXPECT_EQ(t.Infos().back(), "staged 0x3000 bytes of 'system' for upload");
   EXPECT_TRUE(t.data() == Bytes("system", 0x1000, 0x3000));

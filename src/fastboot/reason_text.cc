@@ -46,8 +46,9 @@ std::string ShortReason(std::string_view reason, size_t width) {
   for (size_t at = reason.find(": "); at != std::string_view::npos && at <= width; at = reason.find(": ", at + 1)) {
     cut = at;
   }
-  if (cut > 0) return std::string(reason.substr(0, cut));
-  // One part longer than the line: whole words, then "...".
+  // Whole parts, unless they say too little ("create-logical-partition"
+  // alone hides why): then as many whole words as fit, then "...".
+  if (cut > width / 2) return std::string(reason.substr(0, cut));
   size_t end = reason.rfind(' ', width - kMore.size());
   if (end == std::string_view::npos || end == 0) end = width - kMore.size();  // one word: nowhere else to cut
   std::string out(reason.substr(0, end));

@@ -23,8 +23,9 @@ namespace flashpipe::fastboot {
 std::vector<std::string> WrapWords(std::string_view text, size_t width);
 
 // `reason` itself when it fits in `width`; else its longest run of whole
-// leading ": "-separated parts that fits; else its leading whole words and
-// "...". Never ends inside a word.
+// leading ": "-separated parts that fits, when that fills more than half of
+// `width` (a lone label such as "create-logical-partition" does not); else
+// its leading whole words and "...". Never ends inside a word.
 std::string ShortReason(std::string_view reason, size_t width);
 
 }  // namespace flashpipe::fastboot

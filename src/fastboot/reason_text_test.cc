@@ -49,6 +49,15 @@ TEST(ShortReasonTest, KeepsWholeLeadingParts) {
             "write-behind to 'system' failed (No space left on device)");
 }
 
+// A leading part that is only the command's name is not the whole FAIL:
+// the reason after it is kept as far as it fits.
+TEST(ShortReasonTest, ALabelAloneIsNotTheReason) {
+  std::string s = ShortReason("create-logical-partition: group 'main' of 8388608 bytes has 1048576 left, "
+                              "system needs 4194304", 60);
+  EXPECT_LE(s.size(), 60u);
+  EXPECT_EQ(s.rfind("create-logical-partition: group 'main'", 0), 0u) << s;
+}
+
 TEST(ShortReasonTest, OneLongPartEndsWithWholeWords) {
   std::string r = "a download of 300000000 bytes is larger than max-download-size 268435456 of this device";
   std::string s = ShortReason(r, 60);

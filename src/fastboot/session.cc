@@ -344,6 +344,9 @@ Result<std::string> Session::DoGetvarAll() {
 }
 
 Result<std::string> Session::DoDownload(const std::string& arg) {
+  // A download that fails, even one refused before a byte came, drops the
+  // one before it: a later flash must never write the previous image.
+  device_->AbortDownload();
   FP_ASSIGN_OR_RETURN(uint32_t size, ParseDownloadSize(arg));
   uint32_t limit = device_->config().max_download_size;
   if (size > limit) {

@@ -519,6 +519,23 @@ TEST_F(SessionTest, ANewSessionStartsWithoutTheLastSessionsDownload) {
   EXPECT_EQ(Run(same), (std::vector<std::string>{"OKAY", "OKAY", "OKAY"}));
 }
 
+// A failed download, even one refused before any data (size 0, too large,
+// malformed), drops the download before it: flash must not write the old
+// image again (issue 19).
+TEST_F(SessionTest, AFailedDownloadDropsThePreviousOne) {
+  auto image = SparseBuilder::RandomBytes(4096, 5);
+  for (const char* bad : {"download:00000000", "download:00200001", "download:zz"}) {
+    ScriptedTransport t;
+    t.Command("download:" + Hex8(image.size())).Data(image).Command(bad).Command("flash:system");
+    auto r = Run(t);
+    ASSERT_EQ(r.size(), 3u) << bad;
+    EXPECT_EQ(r[0], "OKAY");
+    EXPECT_EQ(r[1].rfind("FAIL", 0), 0u) << bad << ": " << r[1];
+    EXPECT_EQ(r[2], "FAILno image downloaded") << bad;
+  }
+  EXPECT_EQ(mem_.bytes_written(), 0u);
+}
+
 TEST_F(SessionTest, RebootAcceptsOnlyTheProtocolsTargets) {
   EXPECT_EQ(One("reboot:bootloader"), "OKAY");
   EXPECT_EQ(One("reboot:recovery"), "OKAY");

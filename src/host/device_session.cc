@@ -23,7 +23,11 @@ Result<uint64_t> DeviceSession::MaxDownloadSize() {
   if (max_download_) return *max_download_;
   auto v = client_.GetVar("max-download-size");
   if (!v.ok() && !client_.refused()) return v.status();
-  max_download_ = v.ok() ? ParseMaxDownloadSize(*v) : 0;
+  if (!v.ok()) {
+    max_download_ = 0;  // the device does not say: no limit but the protocol's
+  } else {
+    FP_ASSIGN_OR_RETURN(max_download_, ParseDeviceSize("max-download-size", *v));
+  }
   return *max_download_;
 }
 
@@ -35,25 +39,32 @@ Result<std::string> DeviceSession::CurrentSlot() {
   return *v;
 }
 
-int DeviceSession::SlotCount() {
+Result<std::string> DeviceSession::OptionalVar(const std::string& name) {
+  auto v = client_.GetVar(name);
+  if (!v.ok() && !client_.refused()) return v.status().WithContext("getvar " + name);
+  return v.ok() ? *v : std::string();
+}
+
+Result<int> DeviceSession::SlotCount() {
   if (slot_count_) return *slot_count_;
-  auto v = client_.GetVar("slot-count");
+  FP_ASSIGN_OR_RETURN(std::string v, OptionalVar("slot-count"));
   int n = 0;
-  if (v.ok()) {
-    auto [end, ec] = std::from_chars(v->data(), v->data() + v->size(), n);
-    if (ec != std::errc() || end != v->data() + v->size() || n < 0) n = 0;
-  }
+  auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+  if (ec != std::errc() || end != v.data() + v.size() || n < 0) n = 0;
   slot_count_ = n;
   return n;
 }
 
 uint64_t DeviceSession::PartitionSize(const std::string& partition) {
   auto v = client_.GetVar("partition-size:" + partition);
-  return v.ok() ? ParseMaxDownloadSize(*v) : 0;
+  if (!v.ok()) return 0;
+  auto n = ParseDeviceSize("partition-size:" + partition, *v);
+  return n.ok() ? *n : 0;  // unreadable: unknown, the device still checks
 }
 
 void DeviceSession::Forget() {
   max_download_.reset();
+  limit_name_ = "max-download-size";
   current_slot_.reset();
   slot_count_.reset();
 }
@@ -67,7 +78,8 @@ Result<std::vector<std::string>> DeviceSession::Partitions(const std::string& pa
   if (!slotted) return std::vector<std::string>{part};
   if (slot == "all") {
     std::vector<std::string> names;
-    for (int i = 0; i < SlotCount(); ++i) names.push_back(part + "_" + static_cast<char>('a' + i));
+    FP_ASSIGN_OR_RETURN(int count, SlotCount());
+    for (int i = 0; i < count; ++i) names.push_back(part + "_" + static_cast<char>('a' + i));
     return names;
   }
   std::string s = slot;
@@ -75,7 +87,7 @@ Result<std::vector<std::string>> DeviceSession::Partitions(const std::string& pa
     FP_ASSIGN_OR_RETURN(s, CurrentSlot());
     if (s.empty()) return NotFound("Failed to identify current slot");
     if (slot == "other") {
-      int count = SlotCount();
+      FP_ASSIGN_OR_RETURN(int count, SlotCount());
       if (count == 0) return NotFound("No known slots");
       s = std::string(1, static_cast<char>('a' + (s[0] - 'a' + 1) % count));
     }
@@ -111,7 +123,7 @@ Status DeviceSession::FlashImage(const std::string& partition, Cursor& cursor, F
                                  FlashStats* stats) {
   FP_ASSIGN_OR_RETURN(ImageShape shape, cursor.Shape());
   FP_ASSIGN_OR_RETURN(uint64_t mds, MaxDownloadSize());
-  if (mds == 0) mds = kNoLimit;
+  if (mds == 0 || mds > kNoLimit) mds = kNoLimit;  // a download's size is 8 hex digits
   FP_ASSIGN_OR_RETURN(bool logical, IsLogical(partition));
   if (logical) {
     if (shape.bytes == 0) {
@@ -127,7 +139,9 @@ Status DeviceSession::FlashImage(const std::string& partition, Cursor& cursor, F
   if (room != 0 && shape.bytes > room) {
     return TooLarge(partition, fmt::format("an image of {} bytes", shape.bytes), room);
   }
-  PartLimits limits{.max_bytes = std::min(mds, cursor.max_part_bytes()), .max_chunks = cursor.max_part_chunks()};
+  PartLimits limits{.max_bytes = std::min(mds, cursor.max_part_bytes()),
+                    .max_chunks = cursor.max_part_chunks(),
+                    .max_bytes_from = mds <= cursor.max_part_bytes() ? limit_name_ : "the host's window"};
   std::vector<Part> planned;
   if (cursor.planned()) {
     FP_ASSIGN_OR_RETURN(planned, PlanAll(cursor, shape, limits));

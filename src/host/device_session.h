@@ -52,8 +52,12 @@ class DeviceSession {
   // max-download-size, asked once; 0 when the device does not say.
   Result<uint64_t> MaxDownloadSize();
   Result<std::string> CurrentSlot();
+  // getvar NAME: "" when the device refuses it (FAIL, as AOSP's client
+  // takes it); an error when the link fails (no answer, a broken frame), so a
+  // lost reply is never read as "the device has none".
+  Result<std::string> OptionalVar(const std::string& name);
   // slot-count; 0 when the device has no slots (or does not say).
-  int SlotCount();
+  Result<int> SlotCount();
   // The names `part` stands for: with has-slot:PART yes, PART_<slot> (the
   // current slot when `slot` is empty, both for "all", the other one for
   // "other"), else PART (with a warning line when a slot was forced).
@@ -61,7 +65,10 @@ class DeviceSession {
   Result<std::vector<std::string>> Partitions(const std::string& part, const std::string& slot,
                                               bool* slotted = nullptr);
   // -S SIZE: parts no larger than this, and max-download-size not asked.
-  void set_max_download_override(uint64_t bytes) { max_download_ = bytes; }
+  void set_max_download_override(uint64_t bytes) {
+    max_download_ = bytes;
+    limit_name_ = "-S";
+  }
   // Forget cached variables (after a reboot into another fastboot).
   void Forget();
   Result<bool> IsLogical(const std::string& partition);
@@ -81,6 +88,7 @@ class DeviceSession {
 
   FastbootClient client_;
   std::optional<uint64_t> max_download_;
+  const char* limit_name_ = "max-download-size";  // where max_download_ came from, for errors
   std::optional<std::string> current_slot_;
   std::optional<int> slot_count_;
 };

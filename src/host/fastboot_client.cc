@@ -2,6 +2,7 @@
 
 #include <charconv>
 
+#include "base/log.h"
 #include "wire/protocol.h"
 
 namespace flashpipe::host {
@@ -54,7 +55,7 @@ Result<std::string> FastbootClient::Answer(bool data_ok, uint32_t* data_size, st
     auto wire_msg = transport_->Receive();
     if (!wire_msg.ok()) return Failed(wire_msg.status());
     auto r = wire::ParseResponse(*wire_msg);
-    if (!r.ok()) return Failed(r.status());
+    if (!r.ok()) return Failed(ProtocolError(r.status().message()));  // the device's fault, not the image's
     switch (r->kind) {
       case wire::Response::Kind::kInfo:
       case wire::Response::Kind::kText:
@@ -65,12 +66,16 @@ Result<std::string> FastbootClient::Answer(bool data_ok, uint32_t* data_size, st
         }
         continue;
       case wire::Response::Kind::kOkay:
+        if (data_ok) {
+          return Failed(ProtocolError(fmt::format("the device answered OKAY{} to download, not DATA: it took no data",
+                                                  r->message.empty() ? "" : " '" + r->message + "'")));
+        }
         failure_ = Failure::kNone;
         return r->message;
       case wire::Response::Kind::kFail:
         return Failed(Unsupported(fmt::format("remote: '{}'", r->message)), Failure::kRefused);
       case wire::Response::Kind::kData:
-        if (!data_ok) return Failed(Corrupt(fmt::format("unexpected DATA{:08x}", r->data_size)));
+        if (!data_ok) return Failed(ProtocolError(fmt::format("unexpected DATA{:08x}", r->data_size)));
         *data_size = r->data_size;
         failure_ = Failure::kNone;
         return std::string();
@@ -87,7 +92,9 @@ Status FastbootClient::Download(uint32_t size, const std::function<Status(DataOu
   if (Status st = transport_->Send(wire::DownloadCommand(size)); !st.ok()) return Failed(st);
   uint32_t agreed = 0;
   FP_RETURN_IF_ERROR(Answer(true, &agreed).status());
-  if (agreed != size) return Failed(Corrupt(fmt::format("asked to download {} bytes, the device said DATA{:08x}", size, agreed)));
+  if (agreed != size) {
+    return Failed(ProtocolError(fmt::format("asked to download {} bytes, the device said DATA{:08x}", size, agreed)));
+  }
   Counter out(*transport_, &data_bytes_);
   Status st = write(out);
   if (!st.ok()) return Failed(st, out.transport_failed ? Failure::kGone : Failure::kOther);
@@ -97,7 +104,8 @@ Status FastbootClient::Download(uint32_t size, const std::function<Status(DataOu
   return Answer(false, nullptr).status();
 }
 
-uint64_t ParseMaxDownloadSize(std::string_view v) {
+Result<uint64_t> ParseDeviceSize(std::string_view name, std::string_view value) {
+  std::string_view v = value;
   while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
   while (!v.empty() && (v.back() == ' ' || v.back() == '\t' || v.back() == '\n')) v.remove_suffix(1);
   int base = 10;
@@ -107,7 +115,10 @@ uint64_t ParseMaxDownloadSize(std::string_view v) {
   }
   uint64_t n = 0;
   auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n, base);
-  if (ec != std::errc() || end != v.data() + v.size() || v.empty()) return 0;
+  if (ec != std::errc() || end != v.data() + v.size() || v.empty()) {
+    return InvalidArgument(fmt::format("the device's {} '{}' is not a size (decimal or 0x hex, at most 64 bits)", name,
+                                       log::Printable(value, 40)));
+  }
   return n;
 }
 

@@ -58,8 +58,10 @@ class FastbootClient {
   std::atomic<uint64_t> data_bytes_{0};
 };
 
-// max-download-size as devices report it: decimal or 0x hex, spaces around
-// tolerated (as the AOSP client does). 0 when absent or unreadable.
-uint64_t ParseMaxDownloadSize(std::string_view value);
+// A size variable (max-download-size, partition-size:NAME) as devices
+// report it: decimal or 0x hex, spaces around tolerated (as the AOSP client
+// does). Anything else ("zz", "-5", 20 hex digits) is an error naming
+// `name`, never read as 0 ("no limit").
+Result<uint64_t> ParseDeviceSize(std::string_view name, std::string_view value);
 
 }  // namespace flashpipe::host

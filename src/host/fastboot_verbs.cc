@@ -217,14 +217,15 @@ class Run {
   Result<std::string> VerifySlot(const std::string& slot, bool allow_all) {
     if (slot == "all") {
       if (allow_all) return slot;
-      if (s_->SlotCount() > 0) return std::string("a");
+      FP_ASSIGN_OR_RETURN(int count, s_->SlotCount());
+      if (count > 0) return std::string("a");
       return NotFound("No known slots");
     }
-    int count = s_->SlotCount();
+    FP_ASSIGN_OR_RETURN(int count, s_->SlotCount());
     if (count == 0) return NotFound("Device does not support slots");
     if (slot == "other") {
-      auto cur = s_->client().GetVar("current-slot");
-      std::string other = OtherSlot(cur.ok() ? *cur : "", count);
+      FP_ASSIGN_OR_RETURN(std::string cur, s_->OptionalVar("current-slot"));
+      std::string other = OtherSlot(cur, count);
       if (other.empty()) return NotFound("No known slots");
       return other;
     }
@@ -330,12 +331,12 @@ class Run {
     std::vector<ProductImage> images(ProductImages().begin(), ProductImages().end());
     FP_RETURN_IF_ERROR(CheckImageTypes(dir, images));
     FP_RETURN_IF_ERROR(CheckRequirements(dir, &images));
-    bool ab = s_->SlotCount() >= 2;
+    FP_ASSIGN_OR_RETURN(int slots, s_->SlotCount());
+    bool ab = slots >= 2;
     std::string active = slot_ == "all" ? "a" : slot_;
     if (ab) {
       if (active.empty()) {
-        auto cur = s_->client().GetVar("current-slot");
-        active = cur.ok() ? *cur : "";
+        FP_ASSIGN_OR_RETURN(active, s_->OptionalVar("current-slot"));
       }
       if (!active.empty()) {
         FP_RETURN_IF_ERROR(
@@ -344,11 +345,11 @@ class Run {
     }
     std::string secondary;
     if (!skip_secondary) {
-      std::string base = !slot_.empty() && slot_ != "all" ? slot_ : [&] {
-        auto cur = s_->client().GetVar("current-slot");
-        return cur.ok() ? *cur : std::string();
-      }();
-      secondary = OtherSlot(base, s_->SlotCount());
+      std::string base = slot_;
+      if (slot_.empty() || slot_ == "all") {
+        FP_ASSIGN_OR_RETURN(base, s_->OptionalVar("current-slot"));
+      }
+      secondary = OtherSlot(base, slots);
       if (secondary.empty()) {
         if (ab) std::fprintf(stderr, "Warning: Could not determine slot for secondary images. Ignoring.\n");
         skip_secondary = true;

@@ -111,8 +111,9 @@ Result<std::optional<Part>> PlanPart(RecordSource& records, const ImageShape& sh
     uint64_t n = b.Fits(*r, at.blocks);
     if (n == 0) {
       if (b.pieces() == 0) {
-        return InvalidArgument(fmt::format("max-download-size {} ({}) cannot hold one {}-byte block with its "
-                                           "headers", limits.max_bytes, FormatBytes(limits.max_bytes), shape.blk_sz));
+        return InvalidArgument(fmt::format("{} {} ({}) cannot hold one {}-byte block with its headers",
+                                           limits.max_bytes_from, limits.max_bytes, FormatBytes(limits.max_bytes),
+                                           shape.blk_sz));
       }
       break;
     }

@@ -53,6 +53,7 @@ class RecordSource {
 struct PartLimits {
   uint64_t max_bytes = 0;  // the device's max-download-size
   uint32_t max_chunks = 1 << 16;
+  const char* max_bytes_from = "max-download-size";  // what errors blame: "-S" when the user set it
 };
 
 // The part that starts at `from` (the last part's end; {} for the first);

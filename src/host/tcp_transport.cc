@@ -73,7 +73,7 @@ Result<std::string> TcpTransport::Receive() {
   if (st.code() == Code::kTimedOut) return TimedOut(fmt::format("no response for {} s", options_.idle.count() / 1000));
   FP_RETURN_IF_ERROR(st);
   uint64_t len = wire::tcp::ParseFrameHeader(header);
-  if (len > kMaxResponseFrame) return Corrupt(fmt::format("a response frame of {} bytes", len));
+  if (len > kMaxResponseFrame) return ProtocolError(fmt::format("a response frame of {} bytes", len));
   std::string message(len, '\0');
   FP_RETURN_IF_ERROR(wire::RecvExact(fd_.get(), std::span(reinterpret_cast<uint8_t*>(message.data()), len), {},
                                      false, deadline));

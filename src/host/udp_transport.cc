@@ -35,9 +35,10 @@ Status UdpTransport::Handshake() {
   auto init = udp::InitPayload({.version = udp::kProtocolVersion, .max_packet = kHostMaxPacket});
   FP_RETURN_IF_ERROR(Exchange(udp::kIdInit, 0, init, options_.idle, &got, &answer));
   FP_ASSIGN_OR_RETURN(udp::Init reply, udp::ParseInit(answer));
-  if (reply.version < udp::kProtocolVersion) return Corrupt(fmt::format("device speaks UDP version {}", reply.version));
+  if (reply.version < udp::kProtocolVersion)
+    return ProtocolError(fmt::format("device speaks UDP version {}", reply.version));
   if (reply.max_packet < udp::kMinPacketSize) {
-    return Corrupt(fmt::format("device packet size {} < {}", reply.max_packet, udp::kMinPacketSize));
+    return ProtocolError(fmt::format("device packet size {} < {}", reply.max_packet, udp::kMinPacketSize));
   }
   max_payload_ = std::min(reply.max_packet, kHostMaxPacket) - udp::kHeaderSize;
   return Status::Ok();
@@ -89,7 +90,7 @@ Status UdpTransport::SendMessage(std::span<const std::span<const uint8_t>> piece
       if (buf.size() < max_payload_ && left > 0) continue;
       uint8_t flags = left > 0 ? udp::kFlagContinuation : 0;
       FP_RETURN_IF_ERROR(Exchange(udp::kIdFastboot, flags, buf, options_.idle, &got, &answer));
-      if (!answer.empty()) return Corrupt("the device answered data with a response out of turn");
+      if (!answer.empty()) return ProtocolError("the device answered data with a response out of turn");
       buf.clear();
     }
   }
@@ -111,7 +112,7 @@ Result<std::string> UdpTransport::Receive() {
   do {
     FP_RETURN_IF_ERROR(Exchange(udp::kIdFastboot, 0, {}, options_.idle, &got, &answer));
     message.append(answer.begin(), answer.end());
-    if (message.size() > 4096) return Corrupt("a response of more than 4096 bytes");
+    if (message.size() > 4096) return ProtocolError("a response of more than 4096 bytes");
   } while (got.continuation());
   return message;
 }

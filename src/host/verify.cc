@@ -95,7 +95,8 @@ Status VerifyOnDevice(FastbootClient& client, const std::string& partition, cons
         client.Command(fmt::format("oem digest {}:{}:{}", partition, r.offset, r.size), &info).status());
     std::string got = DigestFromInfo(info);
     if (got.empty()) {
-      return Corrupt(fmt::format("oem digest {}:{}:{}: no sha256 lines in the answer", partition, r.offset, r.size));
+      return ProtocolError(
+          fmt::format("oem digest {}:{}:{}: no sha256 lines in the answer", partition, r.offset, r.size));
     }
     if (got != r.sha256) {
       return Mismatch(fmt::format("verify: {} bytes {}..{}: the device has sha256 {}, the image {}", partition,

@@ -56,6 +56,7 @@ std::string_view ErrorClass(Code code) {
       {Code::kNotFound, "not_found"},               {Code::kUnsupported, "unsupported"},
       {Code::kBusy, "busy"},                        {Code::kCancelled, "cancelled"},
       {Code::kInternal, "internal"},                {Code::kMismatch, "verify_mismatch"},
+      {Code::kTimedOut, "timed_out"},               {Code::kProtocol, "protocol_error"},
   };
   for (const auto& [c, name] : kClasses)
     if (c == code) return name;

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "base/fd_io.h"
+#include "base/log.h"
 #include "base/units.h"
 #include "io/gpt.h"
 #include "output/device_use.h"
@@ -65,6 +66,9 @@ Result<std::pair<uint64_t, uint64_t>> FindPartition(const std::string& path, con
   auto read_at = [&](uint64_t off, std::span<uint8_t> out) { return PreadExact(fd.get(), out, off, path); };
   auto table = io::ReadGpt(read_at, g.size, g.block_device ? g.logical_block : 0);
   if (!table.ok()) return table.status().WithContext(fmt::format("{}: partition '{}'", path, name));
+  // A damaged table is said, never used silently ("primary GPT unusable
+  // (...); using the backup at LBA N", "backup GPT unusable: ...").
+  for (const auto& w : table->warnings) log::Warn("{}: {}", path, w);
   std::vector<std::string> names;
   const io::GptPartition* found = nullptr;
   for (const auto& p : table->partitions) {

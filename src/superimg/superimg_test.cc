@@ -213,6 +213,15 @@ TEST(UnpackTest, RefusesUnknownOrUnsafeNamesBeforeWriting) {
   evil.partitions[0].name = "../evil";
   r = Unpack(*f->io, evil, out, {});
   EXPECT_EQ(r.status().message(), "partition name \"../evil\" is not 1 to 36 characters of A-Z a-z 0-9 _ -");
+  // A ZERO extent larger than the super (it needs no space, so the reader
+  // takes it): refused before any file is made, not a huge sparse file.
+  lp::Metadata huge = *m;
+  huge.extents[huge.partitions[0].first_extent_index].target_type = lp::kTargetZero;
+  huge.extents[huge.partitions[0].first_extent_index].num_sectors = uint64_t{1} << 40;
+  r = Unpack(*f->io, huge, out, {});
+  ASSERT_EQ(r.status().code(), Code::kInvalidArgument) << r.status().ToString();
+  EXPECT_NE(r.status().message().find("more than the"), std::string::npos) << r.status().ToString();
+  EXPECT_TRUE(std::filesystem::is_empty(out));
   // A super named like a partition image in the output directory.
   std::filesystem::rename(super, out + "/vendor.img");
   auto g = OpenSuper(out + "/vendor.img");

@@ -25,7 +25,18 @@ Result<std::vector<const lp::PartitionEntry*>> Select(const lp::Metadata& m, con
   if (o.partitions.empty()) {
     for (const auto& p : m.partitions) out.push_back(&p);
   }
-  for (const auto* p : out) FP_RETURN_IF_ERROR(lp::CheckName("partition", p->name));
+  // No partition is larger than the devices that hold it: a ZERO extent
+  // (it needs no space) must not make a file larger than the super.
+  uint64_t room = 0;
+  for (const auto& d : m.block_devices) room += d.size;
+  for (const auto* p : out) {
+    FP_RETURN_IF_ERROR(lp::CheckName("partition", p->name));
+    if (lp::PartitionSize(m, *p) > room) {
+      return InvalidArgument(fmt::format("partition {} is {} bytes, more than the {} bytes of its block devices: "
+                                         "its metadata is not to be trusted",
+                                         p->name, lp::PartitionSize(m, *p), room));
+    }
+  }
   return out;
 }
 

@@ -180,6 +180,12 @@ err_has "partition 'system' of $C holds only 3145728 bytes from offset 0; --leng
 expect_fail "$C:vendor" x.img; err_has "no GPT partition named 'vendor' (there are: boot, system)" "unknown name"
 expect_fail --offset 1000 "$C" x.img; err_has "not a multiple of the 512-byte logical block" "unaligned offset"
 ok "a partition, a device or a file shorter than --length is refused, saying how long it is"
+# A broken primary GPT header: the backup is used, and read says so.
+printf 'XXXXXXXX' | dd of="$C" bs=1 seek=512 conv=notrunc,fsync status=none   # the primary header's signature
+fp read --no-progress "$C:system" part2.img 2>"$T/err" || fail "read by name with only the backup GPT: $(cat "$T/err")"
+cmp -s part.img part2.img || fail "the backup GPT gave another range"
+grep -q "primary GPT unusable .*using the backup" "$T/err" || fail "read used the backup GPT silently: $(cat "$T/err")"
+ok "a damaged primary GPT: the backup is used and read says so"
 
 # ---- failures leave no output
 mkdir outdir

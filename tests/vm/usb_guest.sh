@@ -167,7 +167,11 @@ pass "flashpipe: fastboot devices lists both; flash --all --verify flashed both 
 # a reboot): no udevd here, so libusb sees it only from a new scan of the bus.
 echo "" >$G/flashpipe-dummy_udc_1/UDC
 wait_for 10 eval '! listed $S2' || die "$S2 still listed after its UDC was unbound"
-(sleep 2; echo dummy_udc.1 >$G/flashpipe-dummy_udc_1/UDC) &
+# Bound again only once the client says it waits (a fixed sleep raced a
+# client slow to start under load: it found the gadget already back).
+rm -f fp.out
+(for _ in $(seq 200); do grep -q "waiting for" fp.out 2>/dev/null && break; sleep 0.1; done
+ echo dummy_udc.1 >$G/flashpipe-dummy_udc_1/UDC) &
 fp 30 fastboot -s $S2 getvar product
 grep -q "waiting for $S2" fp.out && grep -q "product: flashpipe" fp.out || die "waiting for $S2: $(cat fp.out)"
 pass "flashpipe fastboot -s $S2 waited for the gadget and found it when its UDC was bound again"
