@@ -53,6 +53,20 @@ open(path, "wb").write(data)
 print(copies)
 PY
 }
+# start_serve WHAT: serve super.bin on TCP loopback; sets serve_pid and port.
+start_serve() {
+  "$FLASHPIPE" serve -v --partition super="$work/super.bin" --tcp 127.0.0.1:0 --state "$work/state" \
+    --initial-lock unlocked >serve.out 2>serve.log & serve_pid=$!
+  port=
+  for _ in $(seq 100); do
+    port=$({ sed -n 's/^serve: listening on tcp 127\.0\.0\.1:\([0-9][0-9]*\)$/\1/p' serve.out 2>/dev/null || true; } | head -1)
+    [ -n "$port" ] && return 0
+    kill -0 "$serve_pid" 2>/dev/null || die "serve did not start ($1): $(cat serve.log)"
+    sleep 0.1
+  done
+  die "serve not listening ($1)"
+}
+
 HOSTILE='../../x\n\x1b[2J'  # 12 bytes once unescaped, like aaaaaaaaaaaa
 
 "$FLASHPIPE" lp make -d 16M -m 64K -s 2 -g main:8M -p aaaaaaaaaaaa:readonly:1M:main -o se.img >/dev/null
@@ -71,16 +85,7 @@ pass "lp dump: a forged name shown escaped as text, exact in JSON"
 # ---- serve: update-super of the forged super_empty.img ---------------------
 truncate -s 16M super.bin
 cp super.bin super.before
-"$FLASHPIPE" serve -v --partition super="$work/super.bin" --tcp 127.0.0.1:0 --state "$work/state" \
-  --initial-lock unlocked >serve.out 2>serve.log & serve_pid=$!
-port=
-for _ in $(seq 100); do
-  port=$({ sed -n 's/^serve: listening on tcp 127\.0\.0\.1:\([0-9][0-9]*\)$/\1/p' serve.out 2>/dev/null || true; } | head -1)
-  [ -n "$port" ] && break
-  kill -0 "$serve_pid" 2>/dev/null || die "serve did not start: $(cat serve.log)"
-  sleep 0.1
-done
-[ -n "$port" ] || die "serve not listening"
+start_serve "blank super"
 python3 - "$SRC/tests/e2e" "$port" se.img <<'PY' >wire.out || die "update-super of a forged name: $(cat wire.out)"
 import sys
 sys.path.insert(0, sys.argv[1])
@@ -108,16 +113,7 @@ kill "$serve_pid"; wait "$serve_pid" 2>/dev/null || true; serve_pid=""
 "$FLASHPIPE" lp make -d 16M -m 64K -s 2 -g main:8M -p aaaaaaaaaaaa:readonly:1M:main -p system:readonly:1M:main \
   -F -o super.bin >/dev/null
 [ "$(rename_in super.bin aaaaaaaaaaaa "$HOSTILE")" -ge 2 ] || die "super not patched"
-"$FLASHPIPE" serve -v --partition super="$work/super.bin" --tcp 127.0.0.1:0 --state "$work/state" \
-  --initial-lock unlocked >serve.out 2>serve.log & serve_pid=$!
-port=
-for _ in $(seq 100); do
-  port=$({ sed -n 's/^serve: listening on tcp 127\.0\.0\.1:\([0-9][0-9]*\)$/\1/p' serve.out 2>/dev/null || true; } | head -1)
-  [ -n "$port" ] && break
-  kill -0 "$serve_pid" 2>/dev/null || die "serve did not start on a forged super: $(cat serve.log)"
-  sleep 0.1
-done
-[ -n "$port" ] || die "serve not listening (forged super)"
+start_serve "forged super"
 timeout 60 "$FLASHPIPE" fastboot -s "tcp:127.0.0.1:$port" getvar all >getvar.out 2>&1 || true
 no_escape getvar.out "getvar all on a forged super"
 grep -q "partition-size:system:" getvar.out || die "the legal partition is not served: $(cat getvar.out)"
