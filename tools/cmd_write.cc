@@ -29,7 +29,8 @@ void AddFlags(CLI::App& app, input::WriteRequest& r, Flags& f) {
   app.footer(
       "Nothing is changed until every target and the image (header, size) passed their checks. A file target is\n"
       "written to a temporary file beside it and renamed over it when complete (--in-place: into the file itself);\n"
-      "block devices are written in place. A target that is the image, a part, the bmap or stdin is refused.\n"
+      "block devices are written in place. A target that is the image, a part, the bmap or stdin is refused, and\n"
+      "so is one another run is writing (each target is locked for the run; the error names the holder).\n"
       "Without --bmap, IMAGE.bmap is used when it exists, else the same name with IMAGE's extensions removed one\n"
       "by one (foo.img.xz: foo.img.xz.bmap, foo.img.bmap, foo.bmap), as bmaptool copy finds it; it must match.\n"
       "An http(s) URL is fetched into the cache while it is written: a raw image with a bmap only its mapped ranges\n"
