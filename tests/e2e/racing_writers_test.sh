@@ -16,7 +16,10 @@ pids=()
 loop=""
 cleanup() {
   for p in "${pids[@]:-}"; do [ -n "$p" ] && { kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; }; done
-  [ -n "$loop" ] && losetup -d "$loop" 2>/dev/null || true
+  touch "$work/go" 2>/dev/null || true  # a held stdin ends
+  if [ -n "$loop" ]; then  # the killed writer may still close it: retry a little
+    for _ in $(seq 20); do losetup -d "$loop" 2>/dev/null && break; sleep 0.1; done
+  fi
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -33,7 +36,8 @@ fp img2simg b.img b.simg
 # first MiB, then waits for the file "go" before the rest. Sets $held.
 held_write() {
   rm -f go
-  { head -c $((1 << 20)) a.img; while [ ! -e go ]; do sleep 0.05; done; tail -c +$(((1 << 20) + 1)) a.img; } |
+  { head -c $((1 << 20)) a.img; for _ in $(seq 1200); do [ -e go ] && break; sleep 0.05; done  # at most 60 s
+    tail -c +$(((1 << 20) + 1)) a.img; } |
     timeout 60 "$FLASHPIPE" write --no-progress - "$@" >held.out 2>&1 &
   held=$!
   pids+=("$held")
