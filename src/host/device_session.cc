@@ -21,12 +21,11 @@ DeviceSession::DeviceSession(std::unique_ptr<Transport> transport, FastbootClien
 
 Result<uint64_t> DeviceSession::MaxDownloadSize() {
   if (max_download_) return *max_download_;
-  auto v = client_.GetVar("max-download-size");
-  if (!v.ok() && !client_.refused()) return v.status();
-  if (!v.ok()) {
+  FP_ASSIGN_OR_RETURN(std::string v, OptionalVar("max-download-size"));
+  if (v.empty()) {
     max_download_ = 0;  // the device does not say: no limit but the protocol's
   } else {
-    FP_ASSIGN_OR_RETURN(max_download_, ParseDeviceSize("max-download-size", *v));
+    FP_ASSIGN_OR_RETURN(max_download_, ParseDeviceSize("max-download-size", v));
   }
   return *max_download_;
 }
@@ -41,7 +40,7 @@ Result<std::string> DeviceSession::CurrentSlot() {
 
 Result<std::string> DeviceSession::OptionalVar(const std::string& name) {
   auto v = client_.GetVar(name);
-  if (!v.ok() && !client_.refused()) return v.status().WithContext("getvar " + name);
+  if (!v.ok() && !client_.refused()) return v.status();
   return v.ok() ? *v : std::string();
 }
 
@@ -71,9 +70,8 @@ void DeviceSession::Forget() {
 
 Result<std::vector<std::string>> DeviceSession::Partitions(const std::string& part, const std::string& slot,
                                                            bool* has_slot) {
-  auto has = client_.GetVar("has-slot:" + part);
-  if (!has.ok() && !client_.refused()) return has.status();
-  bool slotted = has.ok() && *has == "yes";
+  FP_ASSIGN_OR_RETURN(std::string has, OptionalVar("has-slot:" + part));
+  bool slotted = has == "yes";
   if (has_slot != nullptr) *has_slot = slotted;
   if (!slotted) return std::vector<std::string>{part};
   if (slot == "all") {
@@ -96,9 +94,8 @@ Result<std::vector<std::string>> DeviceSession::Partitions(const std::string& pa
 }
 
 Result<bool> DeviceSession::IsLogical(const std::string& partition) {
-  auto v = client_.GetVar("is-logical:" + partition);
-  if (!v.ok() && !client_.refused()) return v.status();
-  return v.ok() && *v == "yes";
+  FP_ASSIGN_OR_RETURN(std::string v, OptionalVar("is-logical:" + partition));
+  return v == "yes";
 }
 
 Status DeviceSession::Run(const std::string& command, std::string_view what, FlashObserver& observer) {

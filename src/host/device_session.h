@@ -54,7 +54,8 @@ class DeviceSession {
   Result<std::string> CurrentSlot();
   // getvar NAME: "" when the device refuses it (FAIL, as AOSP's client
   // takes it); an error when the link fails (no answer, a broken frame), so a
-  // lost reply is never read as "the device has none".
+  // lost reply is never read as "the device has none". Every optional
+  // variable the session asks goes through it.
   Result<std::string> OptionalVar(const std::string& name);
   // slot-count; 0 when the device has no slots (or does not say).
   Result<int> SlotCount();
