@@ -68,7 +68,7 @@ Result<std::string> FastbootClient::Answer(bool data_ok, uint32_t* data_size, st
       case wire::Response::Kind::kOkay:
         if (data_ok) {
           return Failed(ProtocolError(fmt::format("the device answered OKAY{} to download, not DATA: it took no data",
-                                                  r->message.empty() ? "" : " '" + r->message + "'")));
+                                                  r->message.empty() ? "" : " '" + log::Printable(r->message, 40) + "'")));
         }
         failure_ = Failure::kNone;
         return r->message;
