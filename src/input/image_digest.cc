@@ -1,5 +1,6 @@
 #include "input/image_digest.h"
 
+#include <chrono>
 #include <condition_variable>
 #include <cstring>
 #include <deque>
@@ -14,7 +15,10 @@ namespace flashpipe::input {
 namespace {
 
 constexpr size_t kSlice = 1 << 20;
-constexpr size_t kMaxQueuedBytes = 8 << 20;
+constexpr size_t kMaxQueuedBytes = 64 << 20;
+using Clock = std::chrono::steady_clock;
+
+double Since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 struct Job {
   enum Kind : uint8_t { kData, kFill, kFile, kEnd } kind = kData;
@@ -42,7 +46,11 @@ struct ImageDigest::Impl {
   }
   void Push(Job job) {
     std::unique_lock lock(mu);
-    space.wait(lock, [&] { return queued <= kMaxQueuedBytes || stop; });
+    if (queued > kMaxQueuedBytes) {
+      Clock::time_point t = Clock::now();
+      space.wait(lock, [&] { return queued <= kMaxQueuedBytes || stop; });
+      waited += Since(t);
+    }
     queued += job.bytes.size();
     jobs.push_back(std::move(job));
     ready.notify_one();
@@ -60,9 +68,12 @@ struct ImageDigest::Impl {
         jobs.pop_front();
       }
       bool end = job.kind == Job::kEnd;
+      Clock::time_point t = Clock::now();
       Hash(job);
+      busy += Since(t);
       std::unique_lock lock(mu);
       queued -= job.bytes.size();
+      if (job.bytes.capacity() > 0 && spare.size() < kSpares) spare.push_back(std::move(job.bytes));
       space.notify_one();
       if (end) return;
     }
@@ -113,10 +124,28 @@ struct ImageDigest::Impl {
     }
   }
 
+  // A buffer for n bytes of Data, reused from a finished job when one is spare.
+  std::vector<uint8_t> Buffer(std::span<const uint8_t> data) {
+    std::vector<uint8_t> b;
+    {
+      std::lock_guard lock(mu);
+      if (!spare.empty()) {
+        b = std::move(spare.back());
+        spare.pop_back();
+      }
+    }
+    b.assign(data.begin(), data.end());
+    return b;
+  }
+
+  static constexpr size_t kSpares = 64;
   std::mutex mu;
   std::condition_variable ready, space;
   std::deque<Job> jobs;
+  std::vector<std::vector<uint8_t>> spare;
   size_t queued = 0;
+  double waited = 0;  // producer side
+  double busy = 0;    // the thread's hashing time
   bool stop = false;
   uint64_t next = 0;
   bool in_order = true;
@@ -153,7 +182,7 @@ ImageDigest::~ImageDigest() {
 void ImageDigest::Data(uint64_t offset, std::span<const uint8_t> data) {
   if (data.empty() || !impl_->Accept(offset, data.size())) return;
   Job job{.kind = Job::kData, .offset = offset, .length = data.size()};
-  job.bytes.assign(data.begin(), data.end());
+  job.bytes = impl_->Buffer(data);
   impl_->Push(std::move(job));
 }
 
@@ -170,10 +199,18 @@ void ImageDigest::FileRange(uint64_t offset, int fd, uint64_t in_offset, uint64_
 std::optional<std::string> ImageDigest::Finish(uint64_t size) {
   Impl& m = *impl_;
   if (!m.in_order || m.next > size) return std::nullopt;  // the destructor stops the thread
+  Clock::time_point t = Clock::now();
   m.Push({.kind = Job::kEnd, .offset = size});
   if (m.thread.joinable()) m.thread.join();
+  m.waited += Since(t);
   if (!m.hash_ok || m.hashed != size) return std::nullopt;
   return m.sha.HexFinal();
+}
+
+double ImageDigest::waited() const { return impl_->waited; }
+
+double ImageDigest::bytes_per_second() const {
+  return impl_->busy > 0 ? static_cast<double>(impl_->hashed) / impl_->busy : 0;
 }
 
 }  // namespace flashpipe::input

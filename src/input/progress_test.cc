@@ -113,7 +113,10 @@ TEST(ReportJsonTest, FieldsAndEscaping) {
   std::string j = ReportJson(r);
   EXPECT_EQ(j.rfind("{\"schema\": \"flashpipe-write\", \"schema_version\": 1, \"ok\": true, \"interrupted\": false", 0), 0u) << j;
   EXPECT_NE(j.find("\"image_size\": 4194304, \"image_sha256\": null"), std::string::npos) << j;
-  EXPECT_NE(j.find("\"phases\": {\"write\": null, \"sync\": null, \"verify\": null}"), std::string::npos) << j;
+  EXPECT_NE(j.find("\"phases\": {\"write\": null, \"sync\": null, \"verify\": null, \"digest\": null}, "
+                   "\"digest_mib_per_s\": null"),
+            std::string::npos)
+      << j;
   EXPECT_NE(j.find("\"ok\": true"), std::string::npos) << j;
   EXPECT_NE(j.find("\"image\": \"a\\\"b\\\\c.simg\""), std::string::npos) << j;
   EXPECT_NE(j.find("\"targets\": [\"/dev/loop0\", \"x.img\"]"), std::string::npos) << j;

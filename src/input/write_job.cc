@@ -71,6 +71,7 @@ class WriteJob {
   void NoteSource();
   Status Write();
   Status Complete();
+  void FinishDigest();
   void OnPhase(io::WritePhase phase, uint64_t done, uint64_t total);
   VerifyOutcome VerifyOf(size_t target) const;
   TargetResult ResultOf(size_t index, const WriteTargets::Info& info, const Status& run) const;
@@ -186,8 +187,23 @@ Status WriteJob::Write() {
 Status WriteJob::Complete() {
   FP_RETURN_IF_ERROR(CheckCancel(req_.cancel));  // an interrupt before the renames: none of them
   FP_RETURN_IF_ERROR(targets_->Commit(*report_.image_size));
-  if (digest_) report_.image_sha256 = digest_->Finish(*report_.image_size);
+  if (digest_) FinishDigest();
   return Status::Ok();
+}
+
+// The digest thread may still be hashing (zeros cost it as much as data,
+// the device nothing): what the run waited for it is in the report, and a
+// wait that matters is said, never a silent slowdown.
+void WriteJob::FinishDigest() {
+  report_.image_sha256 = digest_->Finish(*report_.image_size);
+  double waited = digest_->waited();
+  report_.phases.digest = waited;
+  if (digest_->bytes_per_second() > 0) report_.digest_mib_per_s = digest_->bytes_per_second() / (1 << 20);
+  if (waited >= 0.2) {
+    progress_->Note(fmt::format("waited {:.1f} s for the image's SHA-256 (hashing at {:.0f} MiB/s, zeros included, "
+                                "is slower than this target; --no-digest skips it)",
+                                waited, report_.digest_mib_per_s.value_or(0)));
+  }
 }
 
 // Devices are read back in order and the first bad one stops the read-back.
@@ -344,7 +360,7 @@ void Finish(WriteReport& r, Progress* progress, std::chrono::steady_clock::time_
   progress->Stop();  // a phase the run left unfinished
   r.seconds = Since(t0);
   r.phases = {progress->seconds(Phase::kWriting), progress->seconds(Phase::kSyncing),
-              progress->seconds(Phase::kVerifying)};
+              progress->seconds(Phase::kVerifying), r.phases.digest};
 }
 
 }  // namespace

@@ -88,14 +88,16 @@ std::string ReportJson(const WriteReport& r) {
       "\"bmap\": {}, \"bmap_found\": {}, \"targets\": [{}], \"results\": [{}], \"backend\": {}, "
       "\"image_size\": {}, \"image_sha256\": {}, "
       "\"bytes_written\": {}, \"bytes_zeroed\": {}, \"bytes_discarded\": {}, \"bytes_skipped\": {}, "
-      "\"requests\": {}, \"seconds\": {:.3f}, \"phases\": {{\"write\": {}, \"sync\": {}, \"verify\": {}}}, "
+      "\"requests\": {}, \"seconds\": {:.3f}, \"phases\": {{\"write\": {}, \"sync\": {}, \"verify\": {}, \"digest\": {}}}, "
+      "\"digest_mib_per_s\": {}, "
       "\"mib_per_s\": {:.1f}, \"write_mib_per_s\": {:.1f}, \"verify_only\": {}, \"verify\": {}, \"error\": {}, "
       "\"error_class\": {}, \"partly_written_to\": {}, \"bmap_signed_by\": {}, \"download\": {}}}",
       JsonSchemaMembers("write", 1), r.status.ok(), r.interrupted(), r.signal ? JsonString(SignalName(r.signal)) : "null",
       JsonString(r.image), JsonString(r.kind), r.bmap.empty() ? "null" : JsonString(r.bmap), r.bmap_found, targets,
       results, JsonString(r.backend), JsonOr(r.image_size), JsonOr(r.image_sha256), r.stats.bytes_written,
       r.stats.bytes_zeroed, r.stats.bytes_discarded, r.stats.bytes_skipped, r.stats.requests, r.seconds,
-      JsonOr(r.phases.write), JsonOr(r.phases.sync), JsonOr(r.phases.verify), MiBs(size, r.seconds),
+      JsonOr(r.phases.write), JsonOr(r.phases.sync), JsonOr(r.phases.verify), JsonOr(r.phases.digest),
+      JsonOr(r.digest_mib_per_s), MiBs(size, r.seconds),
       MiBs(r.stats.bytes_written, WriteSeconds(r)), r.verify_only, JsonString(VerifyName(r.verify)), JsonError(r.status),
       JsonClass(r.error_class()), JsonOr(r.partly_written_to),
       r.bmap_signed_by.empty() ? "null" : JsonString(r.bmap_signed_by),

@@ -70,6 +70,9 @@ struct TargetResult {
 
 struct PhaseSeconds {
   std::optional<double> write, sync, verify;  // nullopt: the phase did not run
+  // Seconds the run waited for the image digest (a full digest queue while
+  // writing, then after the sync); nullopt: no digest was computed.
+  std::optional<double> digest;
 };
 
 struct WriteReport {
@@ -79,6 +82,7 @@ struct WriteReport {
   std::string backend;              // queue name of the first target
   std::optional<uint64_t> image_size;  // known from the image's header, size or bmap; else after the write
   std::optional<std::string> image_sha256;  // image_digest.h; nullopt: not computed
+  std::optional<double> digest_mib_per_s;   // the digest thread's hashing rate
   std::string bmap;                 // the block map used, "" for none
   bool bmap_found = false;          // found beside the image (find_bmap.h), not given
   std::string bmap_signed_by;       // fingerprint of the bmap's good signature, "" none
