@@ -77,6 +77,7 @@ command_for() {  # command_for IMAGE TOOL TARGET
   case $tool in
     flashpipe) echo "$FP write --no-progress --json $img.simg $dst > fp.json" ;;
     flashpipe-bmap) echo "$FP write --no-progress --json --bmap $img.bmap $img.img $dst > fp.json" ;;
+    flashpipe-no-digest) echo "$FP write --no-progress --json --no-digest $img.simg $dst > fp.json" ;;
     simg2img+sync) echo "simg2img $img.simg $dst && sync" ;;
     bmaptool) echo "bmaptool -q copy --bmap $img.bmap $img.img $dst" ;;
     dd) echo "dd if=$img.img of=$dst oflag=direct bs=4M status=none" ;;
@@ -91,12 +92,14 @@ run() {
   sync
   /usr/bin/time -f "%e %U %S %M" -o time.txt bash -c "$cmd" 2>err.txt || { log "FAILED: $cmd: $(cat err.txt)"; return 1; }
   local extra=""
-  if [[ $tool == flashpipe* ]]; then extra=$(python3 -c 'import json;print(json.load(open("fp.json"))["bytes_written"])'); fi
+  if [[ $tool == flashpipe* ]]; then
+    extra=$(python3 -c 'import json;d=json.load(open("fp.json"));print(d["bytes_written"], d["phases"]["digest"] or 0, d["digest_mib_per_s"] or 0, sep=",")')
+  fi
   if [ "$tool" = fio ]; then extra=$(python3 -c 'import json;print(json.load(open("fio.json"))["jobs"][0]["write"]["bw_bytes"])'); fi
   printf '%s\t%s\t%s\t%s\t%s\n' "$img" "$kind" "$tool" "$(cat time.txt)" "$extra" >> "$RESULTS"
 }
 
-TOOLS="flashpipe flashpipe-bmap simg2img+sync bmaptool dd fio"
+TOOLS="flashpipe flashpipe-no-digest flashpipe-bmap simg2img+sync bmaptool dd fio"
 for round in $(seq 1 "$N"); do
   log "round $round of $N"
   for img in super ext4; do
@@ -116,25 +119,37 @@ for img, kind, tool, t, extra in rows:
     wall, user, sys_, rss = t.split()
     runs.setdefault((img, kind, tool), []).append((float(wall), float(user) + float(sys_), int(rss), extra))
 MiB, GiB = 1 << 20, 1 << 30
+waits = {}
+for (img, kind, tool), rs in runs.items():
+    if tool in ("flashpipe", "flashpipe-bmap"):
+        w = [float(r[3].split(",")[1]) for r in rs]
+        rate = [float(r[3].split(",")[2]) for r in rs]
+        waits[(img, kind, tool)] = (statistics.median(w), statistics.median(rate))
 print(f"| image | target | tool | median s | image MiB/s | vs flashpipe | data MiB/s | peak RSS MiB | CPU s/GiB |")
 print("|---|---|---|---:|---:|---:|---:|---:|---:|")
 for img in ("super", "ext4"):
     for kind in ("loop", "file"):
         base = statistics.median(r[0] for r in runs[(img, kind, "flashpipe")])
-        for tool in ("flashpipe", "flashpipe-bmap", "simg2img+sync", "bmaptool", "dd", "fio"):
+        for tool in ("flashpipe", "flashpipe-no-digest", "flashpipe-bmap", "simg2img+sync", "bmaptool", "dd", "fio"):
             rs = runs[(img, kind, tool)]
             wall = statistics.median(r[0] for r in rs)
             cpu = statistics.median(r[1] for r in rs)
             rss = max(r[2] for r in rs) / 1024
             data = ""
             if tool.startswith("flashpipe"):
-                data = f"{statistics.median(int(r[3]) / r[0] for r in rs) / MiB:.0f}"
+                data = f"{statistics.median(int(r[3].split(',')[0]) / r[0] for r in rs) / MiB:.0f}"
             if tool == "fio":
                 data = f"{statistics.median(int(r[3]) for r in rs) / MiB:.0f} (ceiling)"
             print(f"| {img} | {kind} | {tool} | {wall:.2f} | {size[img] / wall / MiB:.0f} | "
                   f"{wall / base:.2f}x | {data} | {rss:.0f} | {cpu / (size[img] / GiB):.2f} |")
+print()
+print("| image | target | tool | waited for the digest, median s | digest MiB/s (zeros included) |")
+print("|---|---|---|---:|---:|")
+for (img, kind, tool), (w, rate) in sorted(waits.items()):
+    print(f"| {img} | {kind} | {tool} | {w:.2f} | {rate:.0f} |")
 PY
 echo
+echo "SHA-256 on this CPU (openssl speed -evp sha256, 1 MiB blocks, one thread): $(openssl speed -seconds 2 -bytes 1048576 -evp sha256 2>/dev/null | awk '/^sha256/ {printf "%.0f MB/s", $2 / 1000}')"
 echo "command: FLASHPIPE=$FP N=$N SIZE_MIB=$SIZE_MIB bash bench/write_bench.sh"
 echo "image MiB/s = image size / wall time; data MiB/s = bytes flashpipe wrote (RAW+FILL data, not zeroout) / wall time;"
 echo "vs flashpipe = wall time / flashpipe's wall time on the same image and target; RSS = max over runs (GNU time %M)."
