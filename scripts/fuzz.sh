@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer targets (clang, ASan+UBSan, scripts/sanitizer_build.sh) in build-fuzz and runs each
+# Builds the libFuzzer targets (clang, ASan+UBSan) in build-fuzz and runs each
 # for SECONDS (default 30), starting from the seeds in fuzz/seeds/NAME/ if any.
 #   scripts/fuzz.sh [SECONDS]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs=${1:-30}
-bash scripts/sanitizer_build.sh
+if [ ! -f build-fuzz/build.ninja ]; then
+  CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DFLASHPIPE_FUZZ=ON \
+    -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+fi
+cmake --build build-fuzz
 shopt -s nullglob
 fuzzers=(build-fuzz/*_fuzzer)
 if [ ${#fuzzers[@]} -eq 0 ]; then echo "no fuzzers built"; exit 1; fi

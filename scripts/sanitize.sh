@@ -1,20 +1,24 @@
 #!/usr/bin/env bash
-# Builds the unit-test binaries with ASan+UBSan (clang, build-fuzz: the
-# build the fuzzers use, scripts/sanitizer_build.sh) and runs them: memory
-# errors and undefined behaviour in code the tests reach fail the run, even
-# where the plain build happens to pass. Safe to rerun.
+# Builds the unit-test binaries with ASan+UBSan (g++, build-asan) and runs
+# them: memory errors and undefined behaviour in code the tests reach fail
+# the run, even where the plain build happens to pass. Safe to rerun.
 #   scripts/sanitize.sh        (prints one line per binary: "ok NAME")
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tests=(base_test sparse_test lp_test io_test input_test output_test wire_test fastboot_test host_test bench_test superimg_test)
-bash scripts/sanitizer_build.sh "${tests[@]}"
+if [ ! -f build-asan/build.ninja ]; then
+  cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug \
+    -DCMAKE_CXX_FLAGS="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer" \
+    -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" >/dev/null
+fi
+cmake --build build-asan -j2 --target "${tests[@]}" | tail -1
 failed=0
 for t in "${tests[@]}"; do
   if ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
-     ./build-fuzz/"$t" --gtest_brief=1 >build-fuzz/"$t".log 2>&1; then
+     ./build-asan/"$t" --gtest_brief=1 >build-asan/"$t".log 2>&1; then
     echo "ok $t"
   else
-    echo "FAILED $t (build-fuzz/$t.log)"; tail -40 build-fuzz/"$t".log; failed=1
+    echo "FAILED $t (build-asan/$t.log)"; tail -40 build-asan/"$t".log; failed=1
   fi
 done
 exit $failed
