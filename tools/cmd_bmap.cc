@@ -32,6 +32,10 @@ int RunBmap(int argc, char** argv) {
   create->add_flag("--zeros-unmapped", r.zeros_unmapped,
                    "leave out allocated blocks that hold only zeros (default: mapped, as bmaptool create maps them)");
   create->add_flag("--force", r.force, "read a block device another program holds exclusively");
+  create->add_option("--threads", r.threads,
+                     "threads that read and hash at once, each a part of an image file cut at a hole "
+                     "(default: one per core, at most 4)")
+      ->check(CLI::Range(1u, 64u));
   AddWriterFlags(*create, io);
   AddJsonFlag(*create, json, "the report");
   create->add_flag("--no-progress", no_progress, "no progress output");

@@ -9,6 +9,7 @@ namespace {
 
 constexpr uint64_t kBlock = kRunBlock;
 constexpr size_t kFlushAt = 64 << 10;
+constexpr size_t kHexSize = 64;  // SHA-256
 
 }  // namespace
 
@@ -17,16 +18,12 @@ struct BmapWriter::Impl {
   std::string name;
   uint64_t image_size = 0;
   uint64_t blocks = 0;
-  BmapOptions options;
-  input::Digest range_digest;
+  std::unique_ptr<RangeMapper> mapper;  // the runs given as a RunSink
   std::string text;           // not yet written
   uint64_t written = 0;       // bytes of the file written so far
   uint64_t mapped_at = 0, mapped_width = 0, checksum_at = 0;
-  bool open = false;          // a range is open
-  uint64_t first = 0, last = 0;
+  uint64_t next_block = 0;    // ranges start here or later
   uint64_t mapped = 0, ranges = 0;
-
-  explicit Impl(input::Digest d) : range_digest(std::move(d)) {}
 
   Status Append(std::string_view s) {
     text += s;
@@ -42,8 +39,7 @@ struct BmapWriter::Impl {
   uint64_t Here() const { return written + text.size(); }
 
   Status Header();
-  Status Map(uint64_t offset, uint64_t length, std::span<const uint8_t> data);
-  Status CloseRange();
+  Status Add(const BmapRange& r);
   Status Patch(uint64_t at, std::string_view s) {
     return PwriteAll(fd, {reinterpret_cast<const uint8_t*>(s.data()), s.size()}, at, name);
   }
@@ -71,37 +67,19 @@ Status BmapWriter::Impl::Header() {
                             "    <!-- The SHA-256 of this file, computed with this value as 64 '0's -->\n"
                             "    <BmapFileChecksum> "));
   checksum_at = Here();
-  return Append(std::string(range_digest.hex_size(), '0') + " </BmapFileChecksum>\n    <BlockMap>\n");
+  return Append(std::string(kHexSize, '0') + " </BmapFileChecksum>\n    <BlockMap>\n");
 }
 
-// Adds [offset, offset + length) to the map; `data` its bytes, or empty
-// for zeros.
-Status BmapWriter::Impl::Map(uint64_t offset, uint64_t length, std::span<const uint8_t> data) {
-  uint64_t b0 = offset / kBlock, b1 = (offset + length - 1) / kBlock;
-  if (open && b0 != last + 1) FP_RETURN_IF_ERROR(CloseRange());
-  if (!open) {
-    open = true;
-    first = b0;
+Status BmapWriter::Impl::Add(const BmapRange& r) {
+  if (r.first < next_block || r.last < r.first || r.last >= blocks || r.sha256.size() != kHexSize) {
+    return Internal(fmt::format("bmap {}: range {}-{} does not follow block {} inside {} blocks", name, r.first,
+                                r.last, next_block, blocks));
   }
-  last = b1;
-  if (!data.empty()) {
-    range_digest.Update(data);
-    return Status::Ok();
-  }
-  for (uint64_t n; length > 0; length -= n) {
-    n = std::min<uint64_t>(length, ZeroBuffer().size());
-    range_digest.Update(ZeroBuffer().first(n));
-  }
-  return Status::Ok();
-}
-
-Status BmapWriter::Impl::CloseRange() {
-  if (!open) return Status::Ok();
-  open = false;
-  mapped += last - first + 1;
+  next_block = r.last + 1;
+  mapped += r.last - r.first + 1;
   ++ranges;
-  std::string blocks_text = first == last ? std::to_string(first) : fmt::format("{}-{}", first, last);
-  return Append(fmt::format("        <Range chksum=\"{}\"> {} </Range>\n", range_digest.HexFinal(), blocks_text));
+  std::string blocks_text = r.first == r.last ? std::to_string(r.first) : fmt::format("{}-{}", r.first, r.last);
+  return Append(fmt::format("        <Range chksum=\"{}\"> {} </Range>\n", r.sha256, blocks_text));
 }
 
 Result<std::string> BmapWriter::Impl::FileChecksum() {
@@ -120,33 +98,31 @@ BmapWriter::~BmapWriter() = default;
 
 Result<std::unique_ptr<BmapWriter>> BmapWriter::Create(int fd, std::string name, uint64_t image_size,
                                                        const BmapOptions& options) {
-  FP_ASSIGN_OR_RETURN(input::Digest digest, input::Digest::Create("sha256"));
   auto w = std::unique_ptr<BmapWriter>(new BmapWriter());
-  w->impl_ = std::make_unique<Impl>(std::move(digest));
+  w->impl_ = std::make_unique<Impl>();
   Impl& m = *w->impl_;
   m.fd = fd;
   m.name = std::move(name);
   m.image_size = image_size;
   m.blocks = (image_size + kBlock - 1) / kBlock;
-  m.options = options;
+  FP_ASSIGN_OR_RETURN(m.mapper, RangeMapper::Create(options, [&m](const BmapRange& r) { return m.Add(r); }));
   FP_RETURN_IF_ERROR(m.Header());
   return w;
 }
 
 Status BmapWriter::OnData(uint64_t offset, std::span<const uint8_t> data) {
-  if (data.empty()) return Status::Ok();
-  return impl_->Map(offset, data.size(), data);
+  return impl_->mapper->OnData(offset, data);
 }
 
 Status BmapWriter::OnZeros(uint64_t offset, uint64_t length, ZeroKind kind) {
-  if (length == 0) return Status::Ok();
-  if (kind == ZeroKind::kRead && impl_->options.map_read_zeros) return impl_->Map(offset, length, {});
-  return impl_->CloseRange();
+  return impl_->mapper->OnZeros(offset, length, kind);
 }
 
-Status BmapWriter::Finish(uint64_t) {
+Status BmapWriter::Add(const BmapRange& range) { return impl_->Add(range); }
+
+Status BmapWriter::Finish(uint64_t length) {
   Impl& m = *impl_;
-  FP_RETURN_IF_ERROR(m.CloseRange());
+  FP_RETURN_IF_ERROR(m.mapper->Finish(length));
   FP_RETURN_IF_ERROR(m.Append("    </BlockMap>\n</bmap>\n"));
   FP_RETURN_IF_ERROR(m.Flush());
   FP_RETURN_IF_ERROR(m.Patch(m.mapped_at, std::to_string(m.mapped)));

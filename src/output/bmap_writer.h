@@ -1,11 +1,12 @@
-// BmapWriter: a bmaptool block map, format 2.0 (input/bmap.h reads it back),
-// of the runs it is given: mapped ranges of 4 KiB blocks, each with the
-// SHA-256 of its bytes (the last block cut at the image size), and the
+// BmapWriter: a bmaptool block map, format 2.0 (input/bmap.h reads it back):
+// mapped ranges of 4 KiB blocks, each with the SHA-256 of its bytes, and the
 // SHA-256 of the file itself computed as bmaptool does: over the whole file
 // with the checksum's own text as 64 ASCII '0's.
 //
-// Mapped: data runs always; zeros read from the medium when map_read_zeros
-// (a file's allocated blocks, as bmaptool create maps them); holes never.
+// Its ranges come either from the runs it is given as a RunSink (mapped as
+// range_mapper.h says), or ready-made through Add(), in block order, from
+// mappers that saw segments of the image (output/bmap_job.cc hashes
+// segments on several threads); one writer takes one or the other.
 //
 // The XML is written to `fd` (a new, empty, seekable file) as the ranges
 // close, so memory does not grow with the map; Finish() fills in the mapped
@@ -16,13 +17,10 @@
 #include <memory>
 #include <string>
 
+#include "output/range_mapper.h"
 #include "output/run_sink.h"
 
 namespace flashpipe::output {
-
-struct BmapOptions {
-  bool map_read_zeros = true;
-};
 
 class BmapWriter : public RunSink {
  public:
@@ -33,6 +31,8 @@ class BmapWriter : public RunSink {
   Status OnData(uint64_t offset, std::span<const uint8_t> data) override;
   Status OnZeros(uint64_t offset, uint64_t length, ZeroKind kind) override;
   Status Finish(uint64_t length) override;
+  // A range after every range given so far (an error otherwise).
+  Status Add(const BmapRange& range);
   uint64_t mapped_blocks() const;
   uint64_t blocks_count() const;
   uint64_t ranges() const;

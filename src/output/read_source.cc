@@ -8,6 +8,7 @@
 #include "base/log.h"
 #include "base/units.h"
 #include "io/gpt.h"
+#include "io/page_cache.h"
 #include "output/device_use.h"
 
 namespace flashpipe::output {
@@ -143,7 +144,15 @@ Result<ReadSource> OpenSource(const SourceRequest& req) {
   FP_ASSIGN_OR_RETURN(s.id, FileIdOfFd(whole->fd(), r.path));
   UniqueFd fd(::fcntl(whole->fd(), F_DUPFD_CLOEXEC, 0));
   if (!fd.valid()) return ErrnoError(fmt::format("dup {}", r.path));
-  s.target = io::Target::FromFd(std::move(fd), r.path, g, s.start, s.length);
+  io::Geometry geometry = g;
+  if (!s.block_device && g.direct && (req.buffered || io::MostlyCached(fd.get(), s.start, s.length))) {
+    int fl = ::fcntl(fd.get(), F_GETFL);
+    if (fl >= 0 && ::fcntl(fd.get(), F_SETFL, fl & ~O_DIRECT) == 0) {
+      geometry.direct = false;
+      s.cached = true;
+    }
+  }
+  s.target = io::Target::FromFd(std::move(fd), r.path, geometry, s.start, s.length);
   return s;
 }
 

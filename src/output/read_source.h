@@ -10,7 +10,9 @@
 //             the logical block. A source shorter than offset + length is
 //             refused, saying how long it is.
 // The target's window is exactly the range, so no request can leave it (nor
-// the partition).
+// the partition). A file is read with O_DIRECT unless the page cache already
+// holds most of what it stores in the range (io/page_cache.h: an image just
+// made or copied in), or `buffered` asks; then it is read buffered.
 //
 // In use: a block device is opened read-only (O_DIRECT) and also claimed
 // with O_RDONLY|O_EXCL for as long as the ReadSource lives, so it cannot be
@@ -40,6 +42,7 @@ struct SourceRequest {
   uint64_t offset = 0;
   std::optional<uint64_t> length;
   bool force = false;
+  bool buffered = false;  // a file: read through the page cache, whether it holds the file or not
 };
 
 struct ReadSource {
@@ -48,6 +51,7 @@ struct ReadSource {
   uint64_t start = 0;     // absolute byte offset of the range in `path`
   uint64_t length = 0;
   bool block_device = false;
+  bool cached = false;    // a file mostly in the page cache: read buffered, not O_DIRECT
   FileId id;
   std::unique_ptr<io::Target> target;  // read-only, window = the range
   UniqueFd claim;                      // O_EXCL claim while reading (block devices)
