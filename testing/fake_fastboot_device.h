@@ -36,6 +36,7 @@ struct FakeDeviceConfig {
   bool locked = false;
   std::chrono::microseconds delay_per_send{0};
   uint64_t vanish_after = UINT64_MAX;  // data bytes
+  bool partition_size = true;  // answers getvar partition-size:P (false: "unknown variable", as for any other)
 };
 
 class FakeFastbootDevice : public host::Transport {
@@ -111,7 +112,7 @@ class FakeFastbootDevice : public host::Transport {
     if (v == "product") return Say(wire::Okay("fakeboard"));
     if (v.starts_with("has-slot:")) return Say(wire::Okay(Slotted(after("has-slot:")) ? "yes" : "no"));
     if (v.starts_with("is-logical:")) return Say(wire::Okay(config_.logical.count(after("is-logical:")) ? "yes" : "no"));
-    if (v.starts_with("partition-size:")) {
+    if (v.starts_with("partition-size:") && config_.partition_size) {
       auto it = partitions.find(after("partition-size:"));
       if (it == partitions.end()) return Say(wire::Fail("no such partition"));
       return Say(wire::Okay(wire::Hex64(it->second.size())));

@@ -25,10 +25,10 @@ namespace {
 
 struct Flags {
   std::vector<std::string> devices, steps, bmaps;
-  bool all = false, no_progress = false, reboot = false, verify = false, no_sendfile = false;
-  std::string slot, window = "32M", json;
+  bool all = false, no_progress = false, reboot = false, no_sendfile = false, no_partition_check = false;
+  std::string slot, window = "32M", json, verify;
   int retries = 0;
-  double retry_wait = 30, timeout = 120, lag_limit = 3;
+  double retry_wait = 30, timeout = 120, lag_limit = 3, wait = -1;
   FetchFlags fetch;
 };
 
@@ -55,9 +55,19 @@ void AddFlags(CLI::App& app, Flags& f) {
                "TCP devices take the data of a sparse or raw file from the shared window too (one copy per device), "
                "not from the file by sendfile");
   app.add_flag("--reboot", f.reboot, "reboot each device once it is flashed");
-  app.add_flag("--verify", f.verify,
+  app.add_flag("--verify{auto}", f.verify,
                "after each partition, compare the SHA-256 of every range the image defines with the device's "
-               "(oem digest, flashpipe serve); the images are read once more first (not stdin)");
+               "(oem digest, flashpipe serve); the images are read once more first (not stdin). A device without "
+               "the command: the partition is reported written, not verified, and the flash goes on; "
+               "--verify=required: then the device fails, once all its partitions are flashed")
+      ->check(CLI::IsMember({"auto", "required"}));
+  app.add_option("--wait", f.wait,
+                 "seconds to wait for a device that is not there yet (no such USB device, a refused connection, "
+                 "a closed UDP port), printing '< waiting for DEVICE >' (default: until it comes, as the AOSP "
+                 "client; 0: not at all)");
+  app.add_flag("--no-partition-check", f.no_partition_check,
+               "send to a partition even when the device says it has none (getvar partition-size and "
+               "partition-type both FAIL): names a bootloader handles itself, such as U-Boot's 'gpt'");
   AddJsonFlag(app, f.json, "the report (every device, every step)");
   app.add_flag("--no-progress", f.no_progress, "no progress output");
   AddFetchFlags(app, f.fetch);
@@ -138,7 +148,7 @@ void Summary(const std::vector<host::DeviceResult>& results) {
   for (const auto& r : results) {
     std::string written;
     for (const auto& s : r.steps) {
-      if (s.result == "ok") written += " " + s.target;
+      if (s.written) written += " " + s.target + (s.verify_note.empty() ? "" : " (not verified)");
     }
     std::fprintf(stderr, "%s: %s%s, %s in %.2f s%s%s\n", TerminalText(r.device).c_str(), r.result.c_str(),
                  written.empty() ? "" : TerminalText(" (" + written.substr(1) + ")").c_str(),
@@ -185,7 +195,11 @@ int RunFlash(int argc, char** argv) {
   options.retries = f.retries;
   options.retry_wait = Ms(f.retry_wait);
   options.reboot = f.reboot;
-  options.verify = f.verify;
+  options.verify = f.verify.empty()          ? host::VerifyMode::kOff
+                   : f.verify == "required" ? host::VerifyMode::kRequired
+                                            : host::VerifyMode::kIfAble;
+  if (f.wait >= 0) options.wait = Ms(f.wait);
+  options.check_partitions = !f.no_partition_check;
   auto mode = f.no_progress || f.json == "-" ? host::FleetProgress::Mode::kOff
               : ::isatty(STDERR_FILENO)     ? host::FleetProgress::Mode::kRedraw
                                             : host::FleetProgress::Mode::kLines;

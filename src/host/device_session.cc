@@ -61,11 +61,42 @@ uint64_t DeviceSession::PartitionSize(const std::string& partition) {
   return n.ok() ? *n : 0;  // unreadable: unknown, the device still checks
 }
 
+namespace {
+
+// A FAIL's text with the variable's name taken out, so that two answers
+// that differ only by the name they echo compare equal.
+std::string Without(std::string text, std::string_view name) {
+  for (size_t at; !name.empty() && (at = text.find(name)) != std::string::npos;) text.replace(at, name.size(), "*");
+  return text;
+}
+
+}  // namespace
+
+Status DeviceSession::CheckPartition(const std::string& partition) {
+  const std::string size_var = "partition-size:" + partition;
+  auto size = client_.GetVar(size_var);
+  if (size.ok()) return Status::Ok();
+  if (!client_.refused()) return size.status();
+  auto type = client_.GetVar("partition-type:" + partition);
+  if (type.ok()) return Status::Ok();
+  if (!client_.refused()) return type.status();
+  if (!unknown_var_answer_) {
+    constexpr std::string_view kNoSuchVar = "flashpipe-no-such-variable";
+    auto none = client_.GetVar(kNoSuchVar);
+    if (!none.ok() && !client_.refused()) return none.status();
+    unknown_var_answer_ = none.ok() ? std::string("OKAY") : Without(none.status().message(), kNoSuchVar);
+  }
+  if (Without(size.status().message(), size_var) == *unknown_var_answer_) return Status::Ok();
+  return NotFound(fmt::format("the device has no partition '{}' (getvar {}: {}); nothing sent", partition, size_var,
+                              size.status().message()));
+}
+
 void DeviceSession::Forget() {
   max_download_.reset();
   limit_name_ = "max-download-size";
   current_slot_.reset();
   slot_count_.reset();
+  unknown_var_answer_.reset();
 }
 
 Result<std::vector<std::string>> DeviceSession::Partitions(const std::string& part, const std::string& slot,
@@ -122,6 +153,7 @@ Status DeviceSession::FlashImage(const std::string& partition, Cursor& cursor, F
   FP_ASSIGN_OR_RETURN(uint64_t mds, MaxDownloadSize());
   if (mds == 0 || mds > kNoLimit) mds = kNoLimit;  // a download's size is 8 hex digits
   FP_ASSIGN_OR_RETURN(bool logical, IsLogical(partition));
+  if (check_partitions_ && !logical) FP_RETURN_IF_ERROR(CheckPartition(partition));
   if (logical) {
     if (shape.bytes == 0) {
       return InvalidArgument(fmt::format("{} is logical and the image's size is not known before it is read "

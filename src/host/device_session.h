@@ -75,11 +75,24 @@ class DeviceSession {
   Result<bool> IsLogical(const std::string& partition);
   // partition-size:PARTITION; 0 when the device does not say.
   uint64_t PartitionSize(const std::string& partition);
+  // Before anything is sent (set_check_partitions): whether the device's own
+  // answers say it has no `partition`. It FAILs partition-size:PARTITION and
+  // partition-type:PARTITION, and its FAIL for partition-size differs (the
+  // variable's name taken out) from its FAIL for a variable no device has:
+  // it knows the variable and refused the partition. NotFound then, with
+  // the device's answer; OK when it has the partition or cannot say (a
+  // device that knows neither variable: as before, the flash tells).
+  Status CheckPartition(const std::string& partition);
+  // `flash` checks every partition before sending to it; the `fastboot`
+  // verb does not (the AOSP client does not).
+  void set_check_partitions(bool on) { check_partitions_ = on; }
 
   // Sends the image `cursor` reads to `partition` and flashes it. An image
   // larger than the partition-size the device reports is refused: one of a
   // known size before anything is sent, a stream before the part that would
   // cross the end (a physical partition; a logical one is resized to fit).
+  // With set_check_partitions, a partition the device says it does not have
+  // (CheckPartition) is refused before anything is sent.
   Status FlashImage(const std::string& partition, Cursor& cursor, FlashObserver& observer, FlashStats* stats);
   // A command with a status line: "Erasing 'x'", "Setting current slot to 'b'".
   Status Run(const std::string& command, std::string_view what, FlashObserver& observer);
@@ -92,6 +105,8 @@ class DeviceSession {
   const char* limit_name_ = "max-download-size";  // where max_download_ came from, for errors
   std::optional<std::string> current_slot_;
   std::optional<int> slot_count_;
+  bool check_partitions_ = false;
+  std::optional<std::string> unknown_var_answer_;  // the FAIL for a variable no device has
 };
 
 }  // namespace flashpipe::host

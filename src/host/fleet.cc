@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <thread>
 
+#include <fmt/ranges.h>
+
 #include "base/json.h"
 #include "base/units.h"
 #include "input/write_report.h"
@@ -143,7 +145,7 @@ Status Fleet::Prepare() {
     FP_ASSIGN_OR_RETURN(auto plan, PlanImage(s.image));
     plans_.push_back(std::move(plan));
   }
-  if (options_.verify) {
+  if (options_.verify != VerifyMode::kOff) {
     for (const FlashStep& s : steps_) {
       FP_ASSIGN_OR_RETURN(auto ranges, ImageDigests(s.image));
       digests_.push_back(std::move(ranges));
@@ -226,6 +228,30 @@ Status Fleet::Reconnect(size_t d, std::unique_ptr<Transport>* out) {
   }
 }
 
+Result<std::unique_ptr<Transport>> Fleet::FirstConnect(size_t d) {
+  auto t = connect_(d);
+  if (t.ok()) return t;
+  Event(d, fmt::format("< waiting for {} >", devices_[d]));
+  {
+    std::lock_guard lock(mu_);
+    live_[d]->progress.phase = "waiting";
+  }
+  auto start = Clock::now();
+  for (;;) {
+    auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start);
+    if (options_.wait && waited >= *options_.wait) {
+      results_[d].result = "absent";
+      return t.status().WithContext(
+          fmt::format("not there after waiting {:.1f} s (--wait)", std::chrono::duration<double>(*options_.wait).count()));
+    }
+    auto pause = std::chrono::milliseconds(200);
+    if (options_.wait) pause = std::min(pause, *options_.wait - waited);
+    std::this_thread::sleep_for(pause);
+    t = connect_(d);
+    if (t.ok()) return t;
+  }
+}
+
 Status Fleet::Attempt(size_t d, int attempt, size_t* next) {
   DeviceResult& r = results_[d];
   r.result = "gone";  // until connected
@@ -235,13 +261,12 @@ Status Fleet::Attempt(size_t d, int attempt, size_t* next) {
   }
   std::unique_ptr<Transport> transport;
   if (attempt == 0) {
-    auto t = connect_(d);
-    FP_RETURN_IF_ERROR(t.status());
-    transport = std::move(*t);
+    FP_ASSIGN_OR_RETURN(transport, FirstConnect(d));
   } else {
     FP_RETURN_IF_ERROR(Reconnect(d, &transport));
   }
   DeviceSession s(std::move(transport), [this, d](std::string_view info) { Event(d, fmt::format("(bootloader) {}", info)); });
+  s.set_check_partitions(options_.check_partitions);
   {
     std::lock_guard lock(mu_);
     live_[d]->client = &s.client();
@@ -288,11 +313,8 @@ Status Fleet::Attempt(size_t d, int attempt, size_t* next) {
       sr.bytes = stats.bytes;
       sr.changed = stats.started;
       sr.read_alone = attempt > 0 || cursor->reopened();
-      if (st.ok() && options_.verify) {
-        Event(d, fmt::format("{} verifying ({} ranges)", sr.target, digests_[i].size()));
-        st = VerifyOnDevice(s.client(), sr.target, digests_[i]);
-        sr.verify = st.ok() ? "ok" : st.code() == Code::kMismatch ? "mismatch" : "failed";
-      }
+      sr.written = st.ok();
+      if (st.ok() && options_.verify != VerifyMode::kOff) st = Verify(d, s, digests_[i], &sr);
     }
     sr.seconds = Since(t0);
     sr.result = st.ok() ? "ok" : "failed";
@@ -308,11 +330,41 @@ Status Fleet::Attempt(size_t d, int attempt, size_t* next) {
     *next = i + 1;
   }
   r.result = "ok";
+  std::vector<std::string> unverified;
+  for (const StepResult& sr : r.steps) {
+    if (sr.written && !sr.verify_note.empty()) unverified.push_back(sr.target);
+  }
+  if (options_.verify == VerifyMode::kRequired && !unverified.empty()) {
+    r.result = "unverified";
+    return Unsupported(fmt::format("written but not verified (--verify=required): {}: the device has no digest "
+                                   "or read-back command", fmt::format("{}", fmt::join(unverified, ", "))));
+  }
   if (options_.reboot) {
     Status st = s.client().Command("reboot").status();
     if (!st.ok()) Event(d, fmt::format("reboot: {}", st.ToString()));
   }
   return Status::Ok();
+}
+
+// --verify of one written step: OK when verified, or when the device cannot
+// verify (then the step says so, and the flash goes on); the failure when the
+// device holds other bytes or its answer broke off.
+Status Fleet::Verify(size_t d, DeviceSession& s, const std::vector<DigestRange>& ranges, StepResult* sr) {
+  Event(d, fmt::format("{} verifying ({} ranges)", sr->target, ranges.size()));
+  bool unavailable = false;
+  Status st = VerifyOnDevice(s.client(), sr->target, ranges, &unavailable);
+  if (st.ok()) {
+    sr->verify = "ok";
+  } else if (unavailable) {
+    sr->verify = "not_run";
+    sr->verify_note = fmt::format("written, not verified (device has no digest or read-back command: {})",
+                                  st.message());
+    Event(d, fmt::format("{} {}", sr->target, sr->verify_note));
+    return Status::Ok();
+  } else {
+    sr->verify = st.code() == Code::kMismatch ? "mismatch" : "failed";
+  }
+  return st;
 }
 
 std::string_view ResultName(FastbootClient::Failure failure) {
@@ -329,10 +381,10 @@ std::string StepJson(const StepResult& s) {
   return fmt::format(
       "{{\"partition\": {}, \"target\": {}, \"image\": {}, \"result\": {}, \"error\": {}, \"error_class\": {}, "
       "\"parts\": {}, \"parts_planned\": {}, \"bytes\": {}, \"seconds\": {:.3f}, \"changed\": {}, \"attempt\": {}, "
-      "\"read_alone\": {}, \"verify\": {}}}",
+      "\"read_alone\": {}, \"verify\": {}, \"written\": {}, \"verify_note\": {}}}",
       JsonString(s.partition), JsonString(s.target), JsonString(s.image), JsonString(s.result), JsonString(s.error),
       JsonString(s.error_class), s.parts, s.parts_planned, s.bytes, s.seconds, s.changed, s.attempt, s.read_alone,
-      JsonString(s.verify));
+      JsonString(s.verify), s.written, JsonString(s.verify_note));
 }
 
 }  // namespace
@@ -343,17 +395,21 @@ std::string FleetJson(const std::vector<DeviceResult>& results, double seconds,
   size_t ok = 0;
   for (const DeviceResult& r : results) {
     ok += r.result == "ok";
-    std::string steps, written, partly;
+    std::string steps, written, partly, unverified;
+    auto add = [](std::string& list, const std::string& name) { list += (list.empty() ? "" : ", ") + JsonString(name); };
     for (const StepResult& s : r.steps) {
       steps += (steps.empty() ? "" : ", ") + StepJson(s);
-      if (s.result == "ok") written += (written.empty() ? "" : ", ") + JsonString(s.target);
-      if (s.result != "ok" && s.changed) partly += (partly.empty() ? "" : ", ") + JsonString(s.target);
+      if (s.written) add(written, s.target);
+      if (!s.written && s.changed) add(partly, s.target);
+      if (s.written && !s.verify_note.empty()) add(unverified, s.target);
     }
     devices += fmt::format(
         "{}{{\"device\": {}, \"serial\": {}, \"result\": {}, \"error\": {}, \"error_class\": {}, \"bytes\": {}, "
-        "\"seconds\": {:.3f}, \"attempts\": {}, \"written\": [{}], \"partly_written\": [{}], \"steps\": [{}]}}",
+        "\"seconds\": {:.3f}, \"attempts\": {}, \"written\": [{}], \"partly_written\": [{}], "
+        "\"not_verified\": [{}], \"steps\": [{}]}}",
         devices.empty() ? "" : ", ", JsonString(r.device), JsonString(r.serial), JsonString(r.result),
-        JsonString(r.error), JsonString(r.error_class), r.bytes, r.seconds, r.attempts, written, partly, steps);
+        JsonString(r.error), JsonString(r.error_class), r.bytes, r.seconds, r.attempts, written, partly, unverified,
+        steps);
   }
   std::string fetched;
   for (const fetch::FetchReport& d : downloads) fetched += (fetched.empty() ? "" : ", ") + fetch::FetchReportJson(d);

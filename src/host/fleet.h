@@ -13,12 +13,28 @@
 // silent) is connected again (for up to retry_wait) and its steps redone
 // from the first one it had not finished, reading the images on its own; a
 // device that refused (FAIL) is not retried.
+//
+// A device that is not there yet when the run starts (no USB device with
+// that serial, a refused TCP connection, a closed UDP port: U-Boot binds
+// its socket on its first reply) is waited for, as the AOSP client does:
+// "< waiting for DEVICE >" once, then connection attempts until `wait`
+// runs out (unset: until it comes), then "absent". "gone" is for a device
+// that was there and went away.
+//
+// Before a partition is sent to, the device is asked whether it has it
+// (DeviceSession::CheckPartition): one it says it does not have is refused
+// without a byte sent. --verify checks each partition with the device's
+// `oem digest` where it has one; on a device without it the partition is
+// written, not verified (the step says why), and the flash goes on; with
+// VerifyMode::kRequired the device's result is "unverified" after all its
+// partitions were flashed.
 #pragma once
 
 #include <chrono>
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -40,13 +56,21 @@ struct FlashStep {
 // Opens a transport to device `index` (attempt: 0 first, then retries).
 using Connector = std::function<Result<std::unique_ptr<Transport>>(size_t index)>;
 
+enum class VerifyMode {
+  kOff,
+  kIfAble,    // --verify: where the device has oem digest; else "not verified" and go on
+  kRequired,  // --verify=required: a partition that could not be verified fails the device, after all are flashed
+};
+
 struct FleetOptions {
   FeedOptions feed;
   std::string slot;        // --slot: "" (current), "a", "b", "other"
   int retries = 0;
   std::chrono::milliseconds retry_wait{30000};
+  std::optional<std::chrono::milliseconds> wait;  // for a device not there yet; unset: until it comes
   bool reboot = false;     // reboot each device that finished
-  bool verify = false;     // after each step, compare the device's oem digest of every range (verify.h)
+  bool check_partitions = true;  // ask the device for each partition before sending to it
+  VerifyMode verify = VerifyMode::kOff;  // after each step, compare the device's oem digest of every range (verify.h)
 };
 
 struct StepResult {
@@ -60,17 +84,20 @@ struct StepResult {
   uint64_t bytes = 0;
   double seconds = 0;
   bool changed = false;    // a flash command was sent: the partition may have changed
+  bool written = false;    // every part was flashed (OKAY), verified or not
   int attempt = 1;
   bool read_alone = false;  // read the image on its own (fell behind, or a retry)
   std::string verify = "not_run";  // --verify: "ok", "mismatch", "failed", or "not_run"
+  std::string verify_note;         // why a written partition was not verified
 };
 
 struct DeviceResult {
   std::string device;      // as given
   std::string serial;
   // "ok"; "refused" (the device said FAIL); "gone" (it vanished or went
-  // silent); "mismatch" (--verify: the device holds other bytes than were
-  // sent); "failed" (the image or the host).
+  // silent); "absent" (never there within --wait); "mismatch" (--verify: the device holds other bytes than were
+  // sent); "unverified" (--verify=required: every partition written, one or
+  // more could not be verified); "failed" (the image or the host).
   std::string result = "failed";
   std::string error;
   std::string error_class;
@@ -110,6 +137,8 @@ class Fleet {
   void RunDevice(size_t d);
   Status Attempt(size_t d, int attempt, size_t* next);
   Status Reconnect(size_t d, std::unique_ptr<Transport>* out);
+  Result<std::unique_ptr<Transport>> FirstConnect(size_t d);
+  Status Verify(size_t d, DeviceSession& s, const std::vector<DigestRange>& ranges, StepResult* sr);
   void Event(size_t d, const std::string& line);
 
   std::vector<std::string> devices_;

@@ -64,6 +64,10 @@ class FleetTest : public ::testing::Test {
     std::mutex mu;
     Fleet f(names, {{"boot", {dir_ / "boot.img"}}, {"system", {dir_ / "system.img"}}},
             [this](size_t i) -> Result<std::unique_ptr<Transport>> {
+              if (refuse_connects_ > 0) {
+                --refuse_connects_;
+                return Cancelled("the device's port is closed");
+              }
               if (devices_[i]->gone() && !revive_) return Cancelled("connection refused");
               if (devices_[i]->gone()) devices_[i]->Revive();
               return std::unique_ptr<Transport>(new Link(devices_[i].get()));
@@ -86,6 +90,10 @@ class FleetTest : public ::testing::Test {
   std::vector<uint8_t> boot_, system_;
   std::vector<std::unique_ptr<FakeFastbootDevice>> devices_;
   bool revive_ = false;
+  std::atomic<int> refuse_connects_{0};  // connection attempts refused before the device is there
+  size_t Downloads(FakeFastbootDevice* d) {
+    return std::count_if(d->commands.begin(), d->commands.end(), [](const std::string& c) { return c.starts_with("download:"); });
+  }
 };
 
 TEST_F(FleetTest, EveryDeviceGetsEveryImageForItsOwnLimit) {
@@ -191,6 +199,95 @@ TEST_F(FleetTest, LogicalPartitionsAreResizedToTheImageFirst) {
   auto it = std::find(d->commands.begin(), d->commands.end(),
                       fmt::format("resize-logical-partition:system:{}", system_.size()));
   EXPECT_NE(it, d->commands.end());
+}
+
+TEST_F(FleetTest, ADeviceNotThereYetIsWaitedForOnce) {
+  auto* d = Add({.serial = "late"});
+  refuse_connects_ = 3;  // a closed port three times, as U-Boot before its first reply
+  std::vector<std::string> events;
+  auto results = Run({}, &events);
+  ASSERT_EQ(results[0].result, "ok") << results[0].error;
+  EXPECT_TRUE(Flashed(d));
+  EXPECT_EQ(std::count(events.begin(), events.end(), "fake:late: < waiting for fake:late >"), 1) << events.size();
+  EXPECT_EQ(refuse_connects_.load(), 0);
+}
+
+TEST_F(FleetTest, TheWaitIsBounded) {
+  Add({.serial = "never"});
+  refuse_connects_ = 1 << 30;
+  FleetOptions o;
+  o.wait = 300ms;
+  auto t0 = std::chrono::steady_clock::now();
+  auto results = Run(o);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 5s);
+  EXPECT_EQ(results[0].result, "absent");
+  EXPECT_NE(results[0].error.find("not there after waiting 0.3 s (--wait)"), std::string::npos) << results[0].error;
+  EXPECT_TRUE(results[0].steps.empty());
+}
+
+TEST_F(FleetTest, APartitionTheDeviceSaysItLacksIsRefusedBeforeAByteIsSent) {
+  auto* d = Add({.serial = "nosys"});
+  d->partitions.erase("system");
+  auto results = Run({});
+  ASSERT_EQ(results[0].steps.size(), 2u);
+  EXPECT_EQ(results[0].steps[0].result, "ok");
+  EXPECT_EQ(results[0].result, "refused");
+  EXPECT_NE(results[0].error.find("the device has no partition 'system' (getvar partition-size:system: remote: "
+                                  "'no such partition'); nothing sent"),
+            std::string::npos)
+      << results[0].error;
+  EXPECT_EQ(results[0].steps[1].bytes, 0u);
+  EXPECT_FALSE(results[0].steps[1].changed);
+  EXPECT_EQ(Downloads(d), 1u);  // boot's only
+  std::string json = FleetJson(results, 1);
+  EXPECT_NE(json.find("\"written\": [\"boot_a\"], \"partly_written\": []"), std::string::npos) << json;
+}
+
+TEST_F(FleetTest, ADeviceThatCannotTellSendsAsBefore) {
+  auto* d = Add({.serial = "mute", .partition_size = false});
+  d->partitions.erase("system");
+  FleetOptions o;
+  auto results = Run(o);
+  EXPECT_EQ(results[0].result, "refused");
+  EXPECT_NE(results[0].error.find("remote: 'partition 'system' not found'"), std::string::npos) << results[0].error;
+  EXPECT_GT(Downloads(d), 1u);  // system was sent, then refused by flash:
+  // And with the check off, a device that could tell is sent to as well.
+  devices_.clear();
+  auto* e = Add({.serial = "told"});
+  e->partitions.erase("system");
+  o.check_partitions = false;
+  results = Run(o);
+  EXPECT_NE(results[0].error.find("remote: 'partition 'system' not found'"), std::string::npos) << results[0].error;
+}
+
+TEST_F(FleetTest, VerifyOnADeviceWithoutDigestWritesEveryPartitionAndSaysSo) {
+  auto* d = Add({.serial = "nodigest"});  // answers oem digest with FAIL 'unknown command'
+  FleetOptions o;
+  o.verify = VerifyMode::kIfAble;
+  auto results = Run(o);
+  ASSERT_EQ(results[0].result, "ok") << results[0].error;
+  EXPECT_TRUE(Flashed(d));
+  ASSERT_EQ(results[0].steps.size(), 2u);
+  for (const StepResult& s : results[0].steps) {
+    EXPECT_TRUE(s.written);
+    EXPECT_EQ(s.verify, "not_run");
+    EXPECT_EQ(s.verify_note,
+              "written, not verified (device has no digest or read-back command: remote: 'unknown command')");
+  }
+  std::string json = FleetJson(results, 1);
+  EXPECT_NE(json.find("\"written\": [\"boot_a\", \"system\"], \"partly_written\": [], \"not_verified\": "
+                      "[\"boot_a\", \"system\"]"),
+            std::string::npos)
+      << json;
+
+  o.verify = VerifyMode::kRequired;  // every partition flashed, then the device fails
+  devices_.clear();
+  auto* r = Add({.serial = "required"});
+  results = Run(o);
+  EXPECT_EQ(results[0].result, "unverified");
+  EXPECT_TRUE(Flashed(r));
+  EXPECT_NE(results[0].error.find("written but not verified (--verify=required): boot_a, system"), std::string::npos)
+      << results[0].error;
 }
 
 }  // namespace

@@ -88,13 +88,20 @@ std::string DigestFromInfo(const std::vector<std::string>& lines) {
   return first + second;
 }
 
-Status VerifyOnDevice(FastbootClient& client, const std::string& partition, const std::vector<DigestRange>& ranges) {
-  for (const DigestRange& r : ranges) {
+Status VerifyOnDevice(FastbootClient& client, const std::string& partition, const std::vector<DigestRange>& ranges,
+                      bool* unavailable) {
+  *unavailable = false;
+  for (size_t i = 0; i < ranges.size(); ++i) {
+    const DigestRange& r = ranges[i];
     std::vector<std::string> info;
-    FP_RETURN_IF_ERROR(
-        client.Command(fmt::format("oem digest {}:{}:{}", partition, r.offset, r.size), &info).status());
+    Status st = client.Command(fmt::format("oem digest {}:{}:{}", partition, r.offset, r.size), &info).status();
+    if (!st.ok()) {
+      *unavailable = i == 0 && client.refused();
+      return st;
+    }
     std::string got = DigestFromInfo(info);
     if (got.empty()) {
+      *unavailable = i == 0;
       return ProtocolError(
           fmt::format("oem digest {}:{}:{}: no sha256 lines in the answer", partition, r.offset, r.size));
     }

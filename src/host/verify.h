@@ -36,6 +36,7 @@ Result<std::vector<DigestRange>> ImageDigests(const ImageSpec& spec);
 // The digest from a device's INFO lines ("" when they hold none).
 std::string DigestFromInfo(const std::vector<std::string>& lines);
 
-Status VerifyOnDevice(FastbootClient& client, const std::string& partition, const std::vector<DigestRange>& ranges);
+Status VerifyOnDevice(FastbootClient& client, const std::string& partition, const std::vector<DigestRange>& ranges,
+                      bool* unavailable);
 
 }  // namespace flashpipe::host

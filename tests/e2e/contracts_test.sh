@@ -46,12 +46,13 @@ check w.json "not d['ok'] and d['error_class'] == 'not_found' and d['results'][0
 [ ! -e out.img ] || fail "a failed write created its target"
 ok "write of a missing image: exit 1, error_class not_found, target not_started and not created"
 
-# flash: a device that is not there, and a locked one.
+# flash: a device that is not there (waited for up to --wait, then absent), and a locked one.
 head -c 1M /dev/urandom >boot.raw
-rc=0; "$FP" flash -s tcp:127.0.0.1:1 --json=gone.json boot=boot.raw 2>/dev/null || rc=$?
+rc=0; timeout 20 "$FP" flash -s tcp:127.0.0.1:1 --wait 0.5 --json=gone.json boot=boot.raw 2>absent.err || rc=$?
 [ $rc = 1 ] || fail "flash to a closed port: exit $rc"
 valid flash-report gone.json "unreachable device"
-check gone.json "d['failed'] == 1 and d['devices'][0]['result'] == 'gone' and d['devices'][0]['partly_written'] == []" "gone"
+check gone.json "d['failed'] == 1 and d['devices'][0]['result'] == 'absent' and d['devices'][0]['partly_written'] == []" "absent"
+[ "$(grep -c '< waiting for tcp:127.0.0.1:1 >' absent.err)" = 1 ] || fail "waiting not said once: $(cat absent.err)"
 truncate -s 16M disk.img
 sgdisk -n 1:2048:+4M -c 1:boot disk.img >/dev/null
 "$FP" serve --storage disk.img --state state --tcp 127.0.0.1:0 --initial-lock locked >d.out 2>d.log &
@@ -68,7 +69,7 @@ check locked.json "d['devices'][0]['written'] == [] and d['devices'][0]['partly_
   "a refused download listed as partly written"
 cmp disk.img disk.before || fail "a locked device changed"
 grep -q "^flashpipe flash: error: 1 of 1 devices failed" locked.err || fail "flash's stderr: $(cat locked.err)"
-ok "flash: an unreachable device is gone, a locked one refused (nothing partly written, the disk unchanged): exit 1, reports valid"
+ok "flash: an unreachable device is waited for, then absent; a locked one refused (nothing partly written, the disk unchanged): exit 1, reports valid"
 
 # SIGHUP in the middle of a write to a block-device-like target (a file in place).
 head -c 64M /dev/zero | tr '\0' '\132' >t.bin
