@@ -36,8 +36,12 @@ void AospOutput::Line(std::string_view text) {
   std::fflush(err_);
 }
 
-void AospOutput::OnSending(std::string_view partition, size_t index, size_t count, uint64_t bytes) {
-  if (count == 1) {
+// libsparse's complaint when the AOSP client tries the raw file as sparse
+// before it resparses it.
+void AospOutput::OnResparse() { Line("Invalid sparse file format at header magic"); }
+
+void AospOutput::OnSending(std::string_view partition, size_t index, size_t count, uint64_t bytes, bool sparse) {
+  if (!sparse) {
     Begin(fmt::format("Sending '{}' ({} KB)", partition, bytes / 1024));
   } else {
     Begin(fmt::format("Sending sparse '{}' {}/{} ({} KB)", partition, index, count == 0 ? "?" : std::to_string(count),

@@ -29,7 +29,8 @@ class AospOutput : public FlashObserver {
   void Info(std::string_view line);
   void Line(std::string_view text);  // as it is, with a newline
 
-  void OnSending(std::string_view partition, size_t index, size_t count, uint64_t bytes) override;
+  void OnResparse() override;
+  void OnSending(std::string_view partition, size_t index, size_t count, uint64_t bytes, bool sparse) override;
   void OnSent(const Status& st) override { End(st); }
   void OnWriting(std::string_view partition) override;
   void OnWritten(const Status& st) override { End(st); }

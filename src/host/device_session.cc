@@ -176,6 +176,11 @@ Status DeviceSession::FlashImage(const std::string& partition, Cursor& cursor, F
     FP_ASSIGN_OR_RETURN(planned, PlanAll(cursor, shape, limits));
     stats->parts_planned = planned.size();
   }
+  // As the AOSP client words it: an image file larger than a download is
+  // resparsed and sent as "sparse i/n", even as one part; one that fits,
+  // and a sparse file in one part, as it is.
+  bool sparse_words = planned.size() != 1 || (!shape.sparse_input && shape.bytes > mds);
+  if (sparse_words && !shape.sparse_input) observer.OnResparse();
   Position from;
   for (size_t i = 0;; ++i) {
     std::optional<Part> part;
@@ -190,7 +195,7 @@ Status DeviceSession::FlashImage(const std::string& partition, Cursor& cursor, F
       return TooLarge(partition, fmt::format("a stream of at least {} bytes", part->end_block * shape.blk_sz), room);
     }
     cursor.PartStart(part->begin);
-    observer.OnSending(partition, i + 1, planned.size(), part->bytes);
+    observer.OnSending(partition, i + 1, planned.size(), part->bytes, sparse_words);
     Status st = client_.Download(static_cast<uint32_t>(part->bytes), [&](DataOut& out) {
       return WritePart(*part, shape, cursor, cursor, out);
     });

@@ -25,8 +25,14 @@ namespace flashpipe::host {
 class FlashObserver {
  public:
   virtual ~FlashObserver() = default;
-  // Part `index` (1-based) of `count` (0: not known yet) of `bytes`.
-  virtual void OnSending(std::string_view /*partition*/, size_t /*index*/, size_t /*count*/, uint64_t /*bytes*/) {}
+  // A raw image that does not fit one download is sent as sparse parts (the
+  // AOSP client says so, in libsparse's words, before its first part).
+  virtual void OnResparse() {}
+  // Part `index` (1-based) of `count` (0: not known yet) of `bytes`;
+  // `sparse`: the image is sent as sparse parts ("Sending sparse 'x' 1/1"),
+  // not as it is ("Sending 'x'").
+  virtual void OnSending(std::string_view /*partition*/, size_t /*index*/, size_t /*count*/, uint64_t /*bytes*/,
+                         bool /*sparse*/) {}
   virtual void OnSent(const Status& /*st*/) {}
   virtual void OnWriting(std::string_view /*partition*/) {}
   virtual void OnWritten(const Status& /*st*/) {}

@@ -284,6 +284,9 @@ class Run {
       fetched = std::move(*f);
       spec = {fetched->path, fetched->bmap};
     }
+    if (spec.path != "-" && !input::IsPartsSpec(spec.path) && ::access(spec.path.c_str(), R_OK) != 0) {
+      return ErrnoError(fmt::format("cannot load '{}'", file));  // the AOSP client's words
+    }
     auto plan = PlanImage(spec);
     if (!plan.ok()) return plan.status().WithContext(fmt::format("cannot load '{}'", file));
     Cursor cursor(Feed::Start(spec, *plan, {}, 1), 0);

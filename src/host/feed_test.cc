@@ -193,9 +193,8 @@ TEST_F(FeedTest, AnUnplannedImageIsPlannedInTheWindow) {
   auto img = Image((6 << 20) + 1234, 4);
   Write("d.img.zst", testing::Zstd(img));
   ImageSpec spec{dir_ / "d.img.zst"};
-  auto plan = PlanImage(spec);
-  ASSERT_TRUE(plan.ok());
-  ASSERT_EQ(*plan, nullptr);
+  // A compressed file is planned ahead now (decompressed once more); here
+  // it is fed without its plan, as a pipe would be.
   FeedOptions o{.window_bytes = 1 << 20, .buffer_bytes = 64 << 10, .max_records = 64};
   auto feed = Feed::Start(spec, nullptr, o, 2);
   EXPECT_EQ(feed->max_part_bytes(), 512u << 10);

@@ -88,7 +88,7 @@ struct Fleet::Live {
 class Fleet::Observer : public FlashObserver {
  public:
   Observer(Fleet* f, size_t d) : f_(f), d_(d) {}
-  void OnSending(std::string_view partition, size_t index, size_t count, uint64_t bytes) override {
+  void OnSending(std::string_view partition, size_t index, size_t count, uint64_t bytes, bool) override {
     part_ = index;
     count_ = count;
     bytes_ = bytes;

@@ -4,6 +4,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
+
 #include "base/fd_io.h"
 #include "base/unique_fd.h"
 #include "input/detect.h"
@@ -64,12 +67,6 @@ bool SeekableFile(const std::string& path) {
   return path != "-" && ::stat(path.c_str(), &st) == 0 && (S_ISREG(st.st_mode) || S_ISBLK(st.st_mode));
 }
 
-bool Compressed(const std::string& path) {
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  uint8_t head[input::kDetectBytes] = {};
-  auto n = fd.valid() ? PreadUpTo(fd.get(), head, 0, path) : Result<size_t>(size_t{0});
-  return n.ok() && input::IsCompressed(input::DetectKind(std::span<const uint8_t>(head, *n)));
-}
 
 }  // namespace
 
@@ -106,7 +103,13 @@ Result<FileStamp> StampOfFd(int fd, const std::string& name) {
 
 Result<std::shared_ptr<const ImagePlan>> PlanImage(const ImageSpec& spec) {
   FP_RETURN_IF_ERROR(input::CheckImagePathType(spec.path));  // /dev/zero would never end
-  if (!SeekableFile(spec.path) || Compressed(spec.path)) return std::shared_ptr<const ImagePlan>();
+  if (spec.path != "-" && !input::IsPartsSpec(spec.path) && ::access(spec.path.c_str(), R_OK) != 0) {
+    // A missing or unreadable file is said before any device is touched.
+    int e = errno;
+    std::string m = fmt::format("cannot open image {}", spec.path);
+    return e == ENOENT ? NotFound(fmt::format("{}: {}", m, std::strerror(e))) : IoError(m, e);
+  }
+  if (!SeekableFile(spec.path)) return std::shared_ptr<const ImagePlan>();
   auto plan = std::make_shared<ImagePlan>();
   // The file is stamped before and after its planning pass: one that
   // changed meanwhile is refused rather than planned from two versions.
@@ -115,7 +118,9 @@ Result<std::shared_ptr<const ImagePlan>> PlanImage(const ImageSpec& spec) {
   FP_ASSIGN_OR_RETURN(plan->stamp, StampOfFd(fd.get(), spec.path));
   PlanOut out(plan.get());
   FP_RETURN_IF_ERROR(RunImagePass(spec, false, &out, &plan->form));
-  if (!out.in_file()) plan->payload_in_file.clear();
+  // Payload read from the file itself only for an image that is stored as
+  // it is: a compressed file's bytes are not the image's.
+  if (!out.in_file() || plan->form.compression != input::ImageKind::kRaw) plan->payload_in_file.clear();
   FP_ASSIGN_OR_RETURN(FileStamp after, StampOfFd(fd.get(), spec.path));
   auto now = FileIdOfPath(spec.path);
   if (after != plan->stamp || !now.ok() || *now != plan->stamp.id) {

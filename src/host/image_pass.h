@@ -2,12 +2,13 @@
 // compressed, with a bmap, from a file or stdin), its events made into
 // records (and payload) by a RecordSink.
 //
-// An image is planned ahead when it can be read twice cheaply: a regular
-// file or block device that is not compressed. Its planning pass
-// (PlanImage) reads the headers of a sparse file, or the data of a raw
-// one, and keeps the records, 32 bytes each, no payload: the whole image
-// is checked and its parts are known before anything is sent. Any other
-// image (stdin, a pipe, compressed input) is planned as it is read.
+// An image is planned ahead when it can be read twice: a regular file or
+// block device. Its planning pass (PlanImage) reads the headers of a sparse
+// file, or the data of a raw one (a compressed file: decompressed once
+// more), and keeps the records, 32 bytes each, no payload: the whole image
+// is checked and its parts, each as large as the device takes, are known
+// before anything is sent. Any other image (stdin, a pipe) is planned as it
+// is read, in parts no larger than half the host's window.
 #pragma once
 
 #include <cstdint>
@@ -70,7 +71,8 @@ struct ImagePlan {
 };
 
 // The planning pass. nullptr (and OK) for an image that is not planned
-// ahead (stdin, pipes, compressed input): nothing of it is read.
+// ahead (stdin, pipes): nothing of it is read. A file that does not exist
+// or cannot be read is an error here, before any device is touched.
 Result<std::shared_ptr<const ImagePlan>> PlanImage(const ImageSpec& spec);
 
 }  // namespace flashpipe::host

@@ -182,13 +182,22 @@ TEST(PartPlanTest, BmapUnmappedRangesAreDontCare) {
   }
 }
 
-TEST(PartPlanTest, CompressedImagesAreNotPlannedAheadButStream) {
+TEST(PartPlanTest, CompressedFilesArePlannedAheadAndStreamsAsTheyCome) {
   testing::TempDir dir;
   auto bytes = MixedImage(100 * 4096 + 17, 5);
   testing::WriteFile(dir / "c.img.xz", testing::Xz(bytes));
+  // A file is planned from its decompressed bytes (so a truncated one fails
+  // before any device is touched); its payload is never read from the file.
   auto plan = PlanImage({dir / "c.img.xz"});
-  ASSERT_TRUE(plan.ok());
-  EXPECT_EQ(*plan, nullptr);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_NE(*plan, nullptr);
+  EXPECT_EQ((*plan)->shape.bytes, bytes.size());
+  EXPECT_TRUE((*plan)->payload_in_file.empty());
+  auto cut = testing::Xz(bytes);
+  cut.resize(cut.size() / 2);
+  testing::WriteFile(dir / "cut.img.xz", cut);
+  EXPECT_FALSE(PlanImage({dir / "cut.img.xz"}).ok());
+  // The same bytes as a stream (planned as they are read):
   MemoryImage img = Pass({dir / "c.img.xz"});
   EXPECT_EQ(img.shape().bytes, bytes.size());  // from the xz index
   Flashed f = FlashAll(img, 64 << 10, 101 * 4096);
