@@ -93,19 +93,29 @@ class Fleet::Observer : public FlashObserver {
     count_ = count;
     bytes_ = bytes;
     partition_ = partition;
+    times_.push_back({.bytes = bytes});
+    t0_ = Clock::now();
     Set("sending");
   }
   void OnSent(const Status& st) override {
+    times_.back().send_seconds = Since(t0_);
     if (!st.ok()) f_->Event(d_, fmt::format("{} part {}: sending failed: {}", partition_, Of(), st.ToString()));
   }
-  void OnWriting(std::string_view) override { Set("writing"); }
+  void OnWriting(std::string_view) override {
+    t0_ = Clock::now();
+    Set("writing");
+  }
   void OnWritten(const Status& st) override {
+    times_.back().write_seconds = Since(t0_);
+    const PartTiming& t = times_.back();
     if (st.ok()) {
-      f_->Event(d_, fmt::format("{} part {} written ({})", partition_, Of(), FormatBytes(bytes_)));
+      f_->Event(d_, fmt::format("{} part {} written ({}): sent in {:.2f} s, written in {:.2f} s", partition_, Of(),
+                                FormatBytes(bytes_), t.send_seconds, t.write_seconds));
     } else {
       f_->Event(d_, fmt::format("{} part {}: {}", partition_, Of(), st.ToString()));
     }
   }
+  const std::vector<PartTiming>& times() const { return times_; }
   void OnStep(std::string_view what) override { f_->Event(d_, std::string(what)); }
   void OnStepDone(const Status& st) override {
     if (!st.ok()) f_->Event(d_, st.ToString());
@@ -126,6 +136,8 @@ class Fleet::Observer : public FlashObserver {
   std::string partition_;
   size_t part_ = 0, count_ = 0;
   uint64_t bytes_ = 0;
+  std::vector<PartTiming> times_;
+  Clock::time_point t0_;
 };
 
 Fleet::Fleet(std::vector<std::string> devices, std::vector<FlashStep> steps, Connector connect, FleetOptions options,
@@ -308,6 +320,7 @@ Status Fleet::Attempt(size_t d, int attempt, size_t* next) {
       Observer observer(this, d);
       FlashStats stats;
       st = s.FlashImage(sr.target, *cursor, observer, &stats);
+      sr.part_times = observer.times();
       sr.parts = stats.parts;
       sr.parts_planned = stats.parts_planned;
       sr.bytes = stats.bytes;
@@ -378,13 +391,18 @@ std::string_view ResultName(FastbootClient::Failure failure) {
 namespace {
 
 std::string StepJson(const StepResult& s) {
+  std::string times;
+  for (const PartTiming& t : s.part_times) {
+    times += fmt::format("{}{{\"bytes\": {}, \"send_seconds\": {:.3f}, \"write_seconds\": {:.3f}}}",
+                         times.empty() ? "" : ", ", t.bytes, t.send_seconds, t.write_seconds);
+  }
   return fmt::format(
       "{{\"partition\": {}, \"target\": {}, \"image\": {}, \"result\": {}, \"error\": {}, \"error_class\": {}, "
       "\"parts\": {}, \"parts_planned\": {}, \"bytes\": {}, \"seconds\": {:.3f}, \"changed\": {}, \"attempt\": {}, "
-      "\"read_alone\": {}, \"verify\": {}, \"written\": {}, \"verify_note\": {}}}",
+      "\"read_alone\": {}, \"verify\": {}, \"written\": {}, \"verify_note\": {}, \"part_times\": [{}]}}",
       JsonString(s.partition), JsonString(s.target), JsonString(s.image), JsonString(s.result), JsonString(s.error),
       JsonString(s.error_class), s.parts, s.parts_planned, s.bytes, s.seconds, s.changed, s.attempt, s.read_alone,
-      JsonString(s.verify), s.written, JsonString(s.verify_note));
+      JsonString(s.verify), s.written, JsonString(s.verify_note), times);
 }
 
 }  // namespace

@@ -73,6 +73,12 @@ struct FleetOptions {
   VerifyMode verify = VerifyMode::kOff;  // after each step, compare the device's oem digest of every range (verify.h)
 };
 
+// One download and its flash command, as the AOSP client times them.
+struct PartTiming {
+  uint64_t bytes = 0;
+  double send_seconds = 0, write_seconds = 0;  // download; flash:PART until its OKAY/FAIL
+};
+
 struct StepResult {
   std::string partition;   // as given
   std::string target;      // the partition flashed ("boot_a")
@@ -89,6 +95,7 @@ struct StepResult {
   bool read_alone = false;  // read the image on its own (fell behind, or a retry)
   std::string verify = "not_run";  // --verify: "ok", "mismatch", "failed", or "not_run"
   std::string verify_note;         // why a written partition was not verified
+  std::vector<PartTiming> part_times;  // every part sent, in order
 };
 
 struct DeviceResult {

@@ -113,6 +113,17 @@ TEST_F(FleetTest, EveryDeviceGetsEveryImageForItsOwnLimit) {
   EXPECT_EQ(results[1].steps[0].target, "boot_b");
   EXPECT_EQ(results[0].serial, "a");
   EXPECT_EQ(results[0].steps[1].parts, 6u);  // 6 MiB of data (and a zero run) in parts of 1 MiB
+  // Each part's download and flash command timed, as the AOSP client shows them.
+  ASSERT_EQ(results[0].steps[1].part_times.size(), 6u);
+  uint64_t timed = 0;
+  for (const PartTiming& t : results[0].steps[1].part_times) {
+    timed += t.bytes;
+    EXPECT_GT(t.bytes, 0u);
+    EXPECT_GE(t.send_seconds, 0);
+    EXPECT_GE(t.write_seconds, 0);
+  }
+  EXPECT_EQ(timed, results[0].steps[1].bytes);
+  EXPECT_NE(FleetJson(results, 1).find("\"part_times\": [{\"bytes\": "), std::string::npos);
   EXPECT_EQ(results[2].steps[1].parts, 1u);
   EXPECT_EQ(b->flashes["system"], 2);
   for (auto& r : results) EXPECT_FALSE(r.steps[1].read_alone);
