@@ -211,7 +211,7 @@ int RunFlash(int argc, char** argv) {
   host::Fleet fleet(
       *devices, *steps,
       [&](size_t i) { return host::ConnectDevice(addresses[i], transport, usb); }, options,
-      [&](size_t d, const std::string& line) { progress.Event(d, line); });
+      [&](size_t d, const std::string& line, bool notice) { progress.Event(d, line, notice); });
   if (Status st = fleet.Prepare(); !st.ok()) return ExitWith("flash", st);
   auto start = std::chrono::steady_clock::now();
   progress.Start(&fleet);

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
@@ -157,6 +158,17 @@ class Run {
     return Checked(s_->Run(command, "", out_));
   }
 
+  // The AOSP client's words for a device not there yet: its TCP connect
+  // failing, its UDP port closed; anything else in ours.
+  static std::string ConnectError(const DeviceAddress& address, const Status& st) {
+    bool refused = st.sys_errno() == ECONNREFUSED || st.message().find("port is closed") != std::string::npos;
+    if (address.via == DeviceAddress::Via::kTcp && refused) {
+      return fmt::format("Failed to connect to {}:{}", address.net.host, address.net.port);
+    }
+    if (address.via == DeviceAddress::Via::kUdp && refused) return "Connection refused";
+    return st.ToString();
+  }
+
   Status Open() {
     std::string serial = a_.serial;
     if (serial.empty()) {
@@ -174,7 +186,7 @@ class Run {
       }
       if (!announced) {
         if (address.via != DeviceAddress::Via::kUsb) {
-          std::fprintf(stderr, "error: %s\n", TerminalText(t.status().ToString()).c_str());
+          std::fprintf(stderr, "error: %s\n", TerminalText(ConnectError(address, t.status())).c_str());
         }
         std::fprintf(stderr, "< waiting for %s >\n", serial.empty() ? "any device" : TerminalText(serial).c_str());
         announced = true;

@@ -167,8 +167,8 @@ Status Fleet::Prepare() {
   return Status::Ok();
 }
 
-void Fleet::Event(size_t d, const std::string& line) {
-  if (events_) events_(d, line);
+void Fleet::Event(size_t d, const std::string& line, bool notice) {
+  if (events_) events_(d, line, notice);
 }
 
 std::vector<DeviceResult> Fleet::Run() {
@@ -243,7 +243,7 @@ Status Fleet::Reconnect(size_t d, std::unique_ptr<Transport>* out) {
 Result<std::unique_ptr<Transport>> Fleet::FirstConnect(size_t d) {
   auto t = connect_(d);
   if (t.ok()) return t;
-  Event(d, fmt::format("< waiting for {} >", devices_[d]));
+  Event(d, fmt::format("< waiting for {} >", devices_[d]), /*notice=*/true);
   {
     std::lock_guard lock(mu_);
     live_[d]->progress.phase = "waiting";
@@ -277,7 +277,9 @@ Status Fleet::Attempt(size_t d, int attempt, size_t* next) {
   } else {
     FP_RETURN_IF_ERROR(Reconnect(d, &transport));
   }
-  DeviceSession s(std::move(transport), [this, d](std::string_view info) { Event(d, fmt::format("(bootloader) {}", info)); });
+  DeviceSession s(std::move(transport), [this, d](std::string_view info) {
+    Event(d, fmt::format("(bootloader) {}", info), /*notice=*/true);
+  });
   s.set_check_partitions(options_.check_partitions);
   {
     std::lock_guard lock(mu_);

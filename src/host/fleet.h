@@ -126,7 +126,10 @@ struct DeviceProgress {
 
 class Fleet {
  public:
-  using EventFn = std::function<void(size_t device, const std::string& line)>;
+  // A line about device `device`; `notice`: one the user sees even without
+  // progress output, as the AOSP client prints it ("< waiting for X >",
+  // "(bootloader) ..." from the device).
+  using EventFn = std::function<void(size_t device, const std::string& line, bool notice)>;
   Fleet(std::vector<std::string> devices, std::vector<FlashStep> steps, Connector connect, FleetOptions options,
         EventFn events = {});
   ~Fleet();
@@ -146,7 +149,7 @@ class Fleet {
   Status Reconnect(size_t d, std::unique_ptr<Transport>* out);
   Result<std::unique_ptr<Transport>> FirstConnect(size_t d);
   Status Verify(size_t d, DeviceSession& s, const std::vector<DigestRange>& ranges, StepResult* sr);
-  void Event(size_t d, const std::string& line);
+  void Event(size_t d, const std::string& line, bool notice = false);
 
   std::vector<std::string> devices_;
   std::vector<FlashStep> steps_;

@@ -22,8 +22,8 @@ FleetProgress::FleetProgress(FILE* out, Mode mode, std::vector<std::string> devi
 
 FleetProgress::~FleetProgress() { Stop(); }
 
-void FleetProgress::Event(size_t device, const std::string& line) {
-  if (mode_ != Mode::kLines) return;
+void FleetProgress::Event(size_t device, const std::string& line, bool notice) {
+  if (mode_ != Mode::kLines && !(notice && mode_ == Mode::kOff)) return;
   std::lock_guard lock(mu_);
   std::fprintf(out_, "%s: %s\n", TerminalText(devices_[device]).c_str(), TerminalText(line).c_str());
   std::fflush(out_);

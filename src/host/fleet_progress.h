@@ -28,7 +28,9 @@ class FleetProgress {
   ~FleetProgress();
 
   // Fleet's event sink (any device thread).
-  void Event(size_t device, const std::string& line);
+  // A line: printed in kLines mode; a notice also in kOff mode (in kRedraw
+  // the device's row shows its phase).
+  void Event(size_t device, const std::string& line, bool notice = false);
   // Starts redrawing from `fleet` (kRedraw); Stop draws the last state.
   void Start(const Fleet* fleet);
   void Stop();

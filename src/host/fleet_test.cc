@@ -72,7 +72,7 @@ class FleetTest : public ::testing::Test {
               if (devices_[i]->gone()) devices_[i]->Revive();
               return std::unique_ptr<Transport>(new Link(devices_[i].get()));
             },
-            o, [&](size_t i, const std::string& line) {
+            o, [&](size_t i, const std::string& line, bool) {
               std::lock_guard lock(mu);
               if (events) events->push_back(names[i] + ": " + line);
               if (on_line) on_line(i);

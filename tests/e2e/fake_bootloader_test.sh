@@ -19,7 +19,7 @@
 #     everything after part 1 is untouched. A raw image sent whole has its
 #     last 512-byte block finished with the device's stale buffer bytes (no
 #     client pads it).
-#   - Issue 21's three failures, as checks of the DESIRED behaviour (gap_*):
+#   - Issue 21's three failures, fixed, as checks:
 #     `flash` waits for a device whose port is still closed; `flash --verify`
 #     on a device without a digest writes every partition and reports them
 #     written, not verified; a partition the device does not have is refused
@@ -27,19 +27,15 @@
 # Every check runs (each in a subshell, its devices killed by pid file) and a
 # summary says pass/FAIL per check; exit 1 if any check failed.
 # FAKEBOOT_CHECKS="NAME..." runs only those checks (the names in the summary).
-#
-# FAKEBOOT_KNOWN_GAPS=1 (temporary, for the lead to remove once issue 21's
-# host-side work lands): the gap_* checks' failures are logged as expected
-# failures (XFAIL) and do not fail the run; one that passes is flagged XPASS.
 set -uo pipefail
 
 FLASHPIPE=${FLASHPIPE:-$(cd "$(dirname "$0")/../.." && pwd)/build/flashpipe}
 SRC=${FLASHPIPE_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 DEVICE="python3 $SRC/tests/e2e/fake_bootloader.py"
 for tool in fastboot img2simg simg2img simg2simg mkfs.ext4 python3 timeout; do
-  command -v $tool >/dev/null || { echo "SKIP: $tool not installed"; exit 77; }
+  command -v $tool >/dev/null || { echo "FAIL: $tool missing (scripts/setup.sh installs it)"; exit 1; }
 done
-[ -x "$FLASHPIPE" ] || { echo "SKIP: no flashpipe binary at $FLASHPIPE"; exit 77; }
+[ -x "$FLASHPIPE" ] || { echo "FAIL: no flashpipe binary at $FLASHPIPE"; exit 1; }
 
 work=$(mktemp -d)
 cleanup() {
@@ -424,10 +420,10 @@ check_late_bind_fastboot_clients() {
   pass "AOSP fastboot and flashpipe fastboot wait for a late-bound device (udp, tcp) and flash it"
 }
 
-# --- Issue 21's gaps: the desired behaviour -----------------------------------
+# --- Issue 21: the behaviour once fixed --------------------------------------
 # (1) `flashpipe flash` waits for a device whose port is closed at first,
 # says `< waiting for DEVICE >` and flashes it.
-gap_late_bind_flash_waits() {
+check_late_bind_flash_waits() {
   local transport out rc bad=0
   mkdir -p "$work/lbf"
   for transport in udp tcp; do
@@ -444,7 +440,7 @@ gap_late_bind_flash_waits() {
 
 # (2) --verify on a device without oem digest/fetch/upload: every partition
 # written, the report lists them written and not verified, exit 0.
-gap_verify_without_digest() {
+check_verify_without_digest() {
   mkdir -p "$work/vf"
   start_device vf udp --uboot --max-download-size $MDS "boot=$work/vf/boot:4M" "system=$work/vf/system:8M"
   local rc=0
@@ -464,20 +460,35 @@ if sys.argv[3] != "2": problems.append("the device flashed %s of 2 partitions" %
 if sorted(d["written"]) != ["boot", "system"]: problems.append("written %s" % d["written"])
 if d["partly_written"]: problems.append("partly_written %s" % d["partly_written"])
 if d["result"] != "ok": problems.append("result %s (%s)" % (d["result"], d["error"]))
-if len(steps) != 2 or any(res != "ok" or v in ("ok", "mismatch", "failed") for _, res, v in steps):
+if len(steps) != 2 or any(res != "ok" or v != "not_run" for _, res, v in steps):
     problems.append("steps (partition, result, verify) %s" % steps)
+if sorted(d["not_verified"]) != ["boot", "system"]: problems.append("not_verified %s" % d["not_verified"])
+if any("device has no digest" not in s["verify_note"] for s in d["steps"]):
+    problems.append("verify_note %s" % [s["verify_note"] for s in d["steps"]])
 if problems:
     sys.exit("FAIL: --verify on a device without a digest: " + "; ".join(problems))
 print("ok: --verify without a digest: exit 0, written %s, steps %s" % (d["written"], steps))
 PY
   grep -qi "not verified" "$work/vf.txt" || fail "the output does not say the partitions were not verified"
   pass "--verify on a device without a digest: every partition written, reported not verified"
+  # --verify=required: both still flashed, then the device fails as unverified.
+  mkdir -p "$work/vr"
+  start_device vr udp --uboot --max-download-size $MDS "boot=$work/vr/boot:4M" "system=$work/vr/system:8M"
+  rc=0
+  timeout 120 "$FLASHPIPE" flash -s udp:127.0.0.1:$PORT --no-progress --verify=required --json="$work/vr.json" \
+    boot="$img/odd.raw" system="$img/fill.simg" >"$work/vr.txt" 2>&1 || rc=$?
+  stop_device vr
+  [ $rc = 1 ] || fail "--verify=required on a device without a digest: exit $rc: $(cat "$work/vr.txt")"
+  [ "$(grep -c "^fakeboot: flash " "$work/vr.log")" = 2 ] || fail "--verify=required: not every partition flashed"
+  python3 -c "import json,sys; d=json.load(open(sys.argv[1]))['devices'][0]; assert d['result']=='unverified' and sorted(d['written'])==['boot','system'], d" \
+    "$work/vr.json" || fail "--verify=required: report $(cat "$work/vr.json")"
+  pass "--verify=required on a device without a digest: every partition flashed, then the device fails as unverified"
 }
 
 # (3) A partition the device does not have (it answers partition-size):
 # refused before a byte is sent, in under 1 s for a 64 MiB image, with the
 # device's answer in the message.
-gap_missing_partition_refused_early() {
+check_missing_partition_refused_early() {
   mkdir -p "$work/mp"
   head -c 64M /dev/urandom >"$work/mp/big64.raw"
   start_device mp udp --uboot --max-download-size 128M "boot=$work/mp/boot:4M"
@@ -531,7 +542,7 @@ note_output_differences() {
 declare -a RESULTS
 failed=0
 run_check() {
-  local name=$1 gap=${2:-}
+  local name=$1
   [ -z "${FAKEBOOT_CHECKS:-}" ] || [[ " $FAKEBOOT_CHECKS " == *" $name "* ]] || return 0
   echo "== $name"
   local rc=0 t0=$SECONDS
@@ -540,9 +551,6 @@ run_check() {
   local verdict
   if [ $rc = 0 ]; then
     verdict=pass
-    [ -n "$gap" ] && [ "${FAKEBOOT_KNOWN_GAPS:-0}" = 1 ] && verdict="XPASS (a known gap passes: take it off the list)"
-  elif [ -n "$gap" ] && [ "${FAKEBOOT_KNOWN_GAPS:-0}" = 1 ]; then
-    verdict="XFAIL (known gap, FAKEBOOT_KNOWN_GAPS=1)"
   else
     verdict=FAIL; failed=$((failed + 1))
   fi
@@ -556,9 +564,9 @@ for c in check_aosp_udp check_aosp_tcp check_fastboot_udp check_fastboot_tcp che
   run_check $c
 done
 run_check check_late_bind_fastboot_clients
-run_check gap_late_bind_flash_waits gap
-run_check gap_verify_without_digest gap
-run_check gap_missing_partition_refused_early gap
+run_check check_late_bind_flash_waits
+run_check check_verify_without_digest
+run_check check_missing_partition_refused_early
 echo "== notes"
 ( note_aosp_missing_partition )
 note_output_differences
