@@ -46,7 +46,18 @@ Status UdpTransport::Handshake() {
 
 Status UdpTransport::Exchange(uint8_t id, uint8_t flags, std::span<const uint8_t> payload,
                               std::chrono::milliseconds give_up, udp::Header* got, std::vector<uint8_t>* answer) {
-  auto pkt = udp::Packet({.id = id, .flags = flags, .seq = seq_}, payload);
+  out_.resize(std::max(out_.size(), udp::kHeaderSize + payload.size()));
+  if (!payload.empty()) std::memcpy(out_.data() + udp::kHeaderSize, payload.data(), payload.size());
+  return ExchangeOut(payload.size(), id, flags, give_up, got, answer);
+}
+
+Status UdpTransport::ExchangeOut(size_t n, uint8_t id, uint8_t flags, std::chrono::milliseconds give_up,
+                                 udp::Header* got, std::vector<uint8_t>* answer) {
+  out_[0] = id;
+  out_[1] = flags;
+  out_[2] = static_cast<uint8_t>(seq_ >> 8);
+  out_[3] = static_cast<uint8_t>(seq_);
+  std::span<const uint8_t> pkt(out_.data(), udp::kHeaderSize + n);
   auto end = std::chrono::steady_clock::now() + give_up;
   packet_.resize(65536);
   for (;;) {
@@ -74,24 +85,25 @@ Status UdpTransport::Exchange(uint8_t id, uint8_t flags, std::span<const uint8_t
   }
 }
 
+// Each packet's payload is copied once, from the pieces into the packet.
 Status UdpTransport::SendMessage(std::span<const std::span<const uint8_t>> pieces) {
-  std::vector<uint8_t> buf;
-  buf.reserve(max_payload_);
+  out_.resize(std::max(out_.size(), udp::kHeaderSize + max_payload_));
   udp::Header got;
   std::vector<uint8_t> answer;
-  size_t left = 0;
+  size_t left = 0, filled = 0;
   for (auto p : pieces) left += p.size();
   for (auto p : pieces) {
     while (!p.empty()) {
-      size_t k = std::min(p.size(), max_payload_ - buf.size());
-      buf.insert(buf.end(), p.begin(), p.begin() + static_cast<ptrdiff_t>(k));
+      size_t k = std::min(p.size(), max_payload_ - filled);
+      std::memcpy(out_.data() + udp::kHeaderSize + filled, p.data(), k);
       p = p.subspan(k);
       left -= k;
-      if (buf.size() < max_payload_ && left > 0) continue;
+      filled += k;
+      if (filled < max_payload_ && left > 0) continue;
       uint8_t flags = left > 0 ? udp::kFlagContinuation : 0;
-      FP_RETURN_IF_ERROR(Exchange(udp::kIdFastboot, flags, buf, options_.idle, &got, &answer));
+      FP_RETURN_IF_ERROR(ExchangeOut(filled, udp::kIdFastboot, flags, options_.idle, &got, &answer));
       if (!answer.empty()) return ProtocolError("the device answered data with a response out of turn");
-      buf.clear();
+      filled = 0;
     }
   }
   return Status::Ok();

@@ -38,6 +38,10 @@ class UdpTransport : public Transport {
   // answer's header in `got`.
   Status Exchange(uint8_t id, uint8_t flags, std::span<const uint8_t> payload, std::chrono::milliseconds give_up,
                   wire::udp::Header* got, std::vector<uint8_t>* answer);
+  // Sends the packet out_[0, kHeaderSize + n) (its payload already there)
+  // with the header (id, flags, seq_), and waits for its answer.
+  Status ExchangeOut(size_t n, uint8_t id, uint8_t flags, std::chrono::milliseconds give_up,
+                     wire::udp::Header* got, std::vector<uint8_t>* answer);
   // A message's bytes as packets.
   Status SendMessage(std::span<const std::span<const uint8_t>> pieces);
 
@@ -46,7 +50,8 @@ class UdpTransport : public Transport {
   TransportOptions options_;
   uint16_t seq_ = 0;
   size_t max_payload_ = wire::udp::kMinPacketSize - wire::udp::kHeaderSize;
-  std::vector<uint8_t> packet_;
+  std::vector<uint8_t> packet_;  // the last packet received
+  std::vector<uint8_t> out_;     // the packet being sent, built in place
 };
 
 }  // namespace flashpipe::host
