@@ -8,7 +8,7 @@
 #include "base/log.h"
 #include "base/units.h"
 #include "io/gpt.h"
-#include "io/page_cache.h"
+#include "base/page_cache.h"
 #include "output/device_use.h"
 
 namespace flashpipe::output {
@@ -145,7 +145,7 @@ Result<ReadSource> OpenSource(const SourceRequest& req) {
   UniqueFd fd(::fcntl(whole->fd(), F_DUPFD_CLOEXEC, 0));
   if (!fd.valid()) return ErrnoError(fmt::format("dup {}", r.path));
   io::Geometry geometry = g;
-  if (!s.block_device && g.direct && (req.buffered || io::MostlyCached(fd.get(), s.start, s.length))) {
+  if (!s.block_device && g.direct && (req.buffered || MostlyCached(fd.get(), s.start, s.length))) {
     int fl = ::fcntl(fd.get(), F_GETFL);
     if (fl >= 0 && ::fcntl(fd.get(), F_SETFL, fl & ~O_DIRECT) == 0) {
       geometry.direct = false;

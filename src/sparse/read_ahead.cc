@@ -9,6 +9,7 @@
 #include <cerrno>
 
 #include "base/fd_io.h"
+#include "base/page_cache.h"
 
 namespace flashpipe::sparse {
 namespace {
@@ -16,23 +17,6 @@ namespace {
 constexpr uint64_t kDirectAlign = 4096;
 
 uint64_t RoundUp(uint64_t n, uint64_t a) { return (n + a - 1) / a * a; }
-
-// Whether most of [offset, offset + length) of `fd` is in the page cache
-// (mincore over a mapping that is never touched, so nothing is read).
-bool MostlyCached(int fd, uint64_t offset, size_t length) {
-  static const uint64_t kPage = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
-  uint64_t start = offset / kPage * kPage;
-  size_t span = static_cast<size_t>(RoundUp(offset + length, kPage) - start);
-  void* map = ::mmap(nullptr, span, PROT_READ, MAP_SHARED, fd, static_cast<off_t>(start));
-  if (map == MAP_FAILED) return false;
-  std::vector<unsigned char> resident(span / kPage);
-  size_t cached = 0;
-  if (::mincore(map, span, resident.data()) == 0) {
-    for (unsigned char r : resident) cached += r & 1;
-  }
-  ::munmap(map, span);
-  return cached * 2 >= resident.size();
-}
 
 }  // namespace
 
@@ -167,7 +151,7 @@ bool ReadAhead::WantDirect(uint64_t offset, size_t length) {
     std::lock_guard lock(mu_);
     if (!direct_ok_) return false;
   }
-  return !MostlyCached(fd_, offset, length);
+  return !MostlyCached(fd_, offset, length);  // base/page_cache.h
 }
 
 Status ReadAhead::ReadFile(Slot& s) {

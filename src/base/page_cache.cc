@@ -1,4 +1,4 @@
-#include "io/page_cache.h"
+#include "base/page_cache.h"
 
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <vector>
 
-namespace flashpipe::io {
+namespace flashpipe {
 
 Result<uint64_t> CachedBytes(int fd, uint64_t offset, uint64_t length) {
   const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
@@ -34,11 +34,11 @@ Result<uint64_t> CachedBytes(int fd, uint64_t offset, uint64_t length) {
 
 bool MostlyCached(int fd, uint64_t offset, uint64_t length) {
   struct stat st;
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) return false;
-  uint64_t stored = std::min<uint64_t>(static_cast<uint64_t>(st.st_blocks) * 512, length);
+  if (::fstat(fd, &st) != 0 || !(S_ISREG(st.st_mode) || S_ISBLK(st.st_mode))) return false;
+  uint64_t stored = S_ISBLK(st.st_mode) ? length : std::min<uint64_t>(static_cast<uint64_t>(st.st_blocks) * 512, length);
   if (stored == 0) return false;
   auto cached = CachedBytes(fd, offset, length);
   return cached.ok() && *cached * 2 >= stored;
 }
 
-}  // namespace flashpipe::io
+}  // namespace flashpipe

@@ -1,4 +1,4 @@
-#include "io/page_cache.h"
+#include "base/page_cache.h"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -8,7 +8,7 @@
 
 #include "testing/temp_dir.h"
 
-namespace flashpipe::io {
+namespace flashpipe {
 namespace {
 
 TEST(PageCacheTest, AFileJustWrittenIsCachedAndOneDroppedIsNot) {
@@ -50,4 +50,4 @@ TEST(PageCacheTest, HolesAreNotCountedAsStored) {
 }
 
 }  // namespace
-}  // namespace flashpipe::io
+}  // namespace flashpipe
