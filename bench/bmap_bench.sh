@@ -27,20 +27,7 @@ cd "$T"
 log() { echo "[bmap_bench] $*" >&2; }
 
 log "making a 1 GiB ext4 image from ~450 MiB of files"
-mkdir tree
-for i in $(seq 1 8); do head -c 40M /dev/urandom > "tree/blob$i"; done
-python3 - <<'PY'   # 2000 small files of 0-128 KiB, compressible
-import os, random
-os.mkdir("tree/small")
-pool = os.urandom(1 << 20)
-for i in range(2000):
-    n = random.randrange(0, 128 << 10)
-    off = random.randrange(0, (1 << 20) - n)
-    with open(f"tree/small/f{i}", "wb") as f:
-        f.write(pool[off:off + n])
-PY
-mkfs.ext4 -q -F -b 4096 -d tree ext4.img 1G
-rm -rf tree
+bash "$HERE/make_ext4_image.sh" "$T/ext4.img"
 sync
 
 DROP=(--drop ext4.img)

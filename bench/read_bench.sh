@@ -15,7 +15,8 @@
 #   FLASHPIPE=build/flashpipe N=5 bash bench/read_bench.sh
 set -euo pipefail
 
-FP=$(realpath "${FLASHPIPE:-$(dirname "$0")/../build/flashpipe}")
+HERE=$(realpath "$(dirname "$0")")
+FP=$(realpath "${FLASHPIPE:-$HERE/../build/flashpipe}")
 N=${N:-5}
 for t in img2simg bmaptool fio zstd mkfs.ext4 losetup python3 /usr/bin/time; do
   command -v "$t" >/dev/null || { echo "read_bench: missing $t (scripts/setup.sh installs it)"; exit 1; }
@@ -34,20 +35,7 @@ log() { echo "[read_bench] $*" >&2; }
 
 # ---- the image and the device
 log "making a 1 GiB ext4 image from ~450 MiB of files"
-mkdir tree
-for i in $(seq 1 8); do head -c 40M /dev/urandom > "tree/blob$i"; done
-python3 - <<'PY'   # 2000 small files of 0-128 KiB, compressible, without a process each
-import os, random
-os.mkdir("tree/small")
-pool = os.urandom(1 << 20)
-for i in range(2000):
-    n = random.randrange(0, 128 << 10)
-    off = random.randrange(0, (1 << 20) - n)
-    with open(f"tree/small/f{i}", "wb") as f:
-        f.write(pool[off:off + n])
-PY
-mkfs.ext4 -q -F -b 4096 -d tree ext4.img 1G
-rm -rf tree
+bash "$HERE/make_ext4_image.sh" ext4.img
 SIZE=$(stat -c %s ext4.img)
 truncate -s "$SIZE" loop.bin
 LOOP=$(losetup --direct-io=on --find --show loop.bin)

@@ -12,7 +12,8 @@
 #   FLASHPIPE=build/flashpipe N=3 bash bench/write_bench.sh
 set -euo pipefail
 
-FP=$(realpath "${FLASHPIPE:-$(dirname "$0")/../build/flashpipe}")
+HERE=$(realpath "$(dirname "$0")")
+FP=$(realpath "${FLASHPIPE:-$HERE/../build/flashpipe}")
 N=${N:-3}
 SIZE_MIB=${SIZE_MIB:-1536}
 for t in simg2img img2simg bmaptool fio mkfs.ext4 losetup python3 /usr/bin/time; do
@@ -45,20 +46,7 @@ put "$(scale 657)" "$(scale 64)" fill                # a filled region
 put "$(scale 721)" "$(scale 200)" random             # vendor
 img2simg super.img super.simg
 bmaptool create super.img > super.bmap 2>/dev/null
-mkdir tree
-for i in $(seq 1 8); do head -c 40M /dev/urandom > "tree/blob$i"; done
-python3 - <<'PY'   # 2000 small files of 0-128 KiB, without a process each
-import os, random
-os.mkdir("tree/small")
-pool = os.urandom(1 << 20)
-for i in range(2000):
-    n = random.randrange(0, 128 << 10)
-    off = random.randrange(0, (1 << 20) - n)
-    with open(f"tree/small/f{i}", "wb") as f:
-        f.write(pool[off:off + n])
-PY
-mkfs.ext4 -q -F -b 4096 -d tree ext4.img 1G
-rm -rf tree
+bash "$HERE/make_ext4_image.sh" ext4.img
 img2simg ext4.img ext4.simg
 bmaptool create ext4.img > ext4.bmap 2>/dev/null
 cat super.img super.simg ext4.img ext4.simg > /dev/null   # warm the page cache for every tool alike

@@ -78,22 +78,7 @@ super_like() {
   put "$(scale 657)" "$(scale 64)" fill
   put "$(scale 721)" "$(scale 200)" random
 }
-ext4_image() {
-  mkdir tree
-  for i in $(seq 1 8); do head -c 40M /dev/urandom > "tree/blob$i"; done
-  python3 - <<'PY'   # 2000 small files of 0-128 KiB
-import os, random
-os.mkdir("tree/small")
-pool = os.urandom(1 << 20)
-for i in range(2000):
-    n = random.randrange(0, 128 << 10)
-    off = random.randrange(0, (1 << 20) - n)
-    with open(f"tree/small/f{i}", "wb") as f:
-        f.write(pool[off:off + n])
-PY
-  mkfs.ext4 -q -F -b 4096 -d tree "$1" 1G
-  rm -rf tree
-}
+ext4_image() { bash "$HERE/make_ext4_image.sh" "$1"; }
 # Bytes that have to reach the device: RAW chunks and non-zero FILL.
 data_bytes() {
   "$FP" dump --json "$1" | python3 -c 'import json, sys
