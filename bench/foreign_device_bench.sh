@@ -26,19 +26,22 @@ trap cleanup EXIT
 cd "$work"
 head -c 48M /dev/urandom >dense.raw
 head -c 64M /dev/urandom >big.raw
-start() {  # start TRANSPORT: the device's port on stdout
+start() {  # start TRANSPORT: the device, its port in port.TRANSPORT
   python3 "$HERE/../tests/e2e/fake_bootloader.py" --"$1" 127.0.0.1:0 --uboot --max-download-size 128M \
     --exit-after 1800 "system=$work/system.$1:64M" >"dev.$1.out" 2>"dev.$1.log" &
   pids+=($!)
   for _ in $(seq 100); do
-    sed -n "s/^fakeboot: listening on $1 127\.0\.0\.1:\([0-9]*\)\$/\1/p" "dev.$1.out" | head -1 | grep . && return 0
+    sed -n "s/^fakeboot: listening on $1 127\.0\.0\.1:\([0-9]*\)\$/\1/p" "dev.$1.out" | head -1 >"port.$1"
+    [ -s "port.$1" ] && return 0
     sleep 0.1
   done
   echo "foreign_device_bench: the device did not start: $(cat "dev.$1.log")" >&2
   exit 1
 }
-UDP=$(start udp)
-TCP=$(start tcp)
+start udp
+start tcp
+UDP=$(cat port.udp)
+TCP=$(cat port.tcp)
 python3 "$HERE/time_pairs.py" --rounds "$N" --json times.json \
   "aosp-udp=fastboot -s udp:127.0.0.1:$UDP flash system dense.raw 2>/dev/null" \
   "fp-udp=$FP flash -s udp:127.0.0.1:$UDP --no-progress system=dense.raw 2>/dev/null" \

@@ -1,5 +1,6 @@
 // PageCache: how much of a regular file's range the page cache already holds
-// (mincore on a read-only mapping: nothing is read or faulted in).
+// (cachestat(2) where the kernel has it, else mincore on a read-only mapping:
+// nothing is read or faulted in either way).
 //
 // A reader that bypasses the cache (O_DIRECT) goes to the device for bytes
 // the kernel already has in memory: an image just made by mkfs or copied in
