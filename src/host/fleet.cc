@@ -1,6 +1,7 @@
 #include "host/fleet.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <thread>
 
 #include <fmt/ranges.h>
@@ -240,9 +241,26 @@ Status Fleet::Reconnect(size_t d, std::unique_ptr<Transport>* out) {
   }
 }
 
+namespace {
+
+// A device that is not there yet, as opposed to one that is there and
+// cannot be used (held by another program, no permission, a broken answer):
+// no such USB device, a refused TCP connection, a closed UDP port, no route
+// or no answer yet.
+bool NotThereYet(const Status& st) {
+  switch (st.sys_errno()) {
+    case ECONNREFUSED: case EHOSTUNREACH: case ENETUNREACH: case ETIMEDOUT: return true;
+    default: break;
+  }
+  return st.code() == Code::kNotFound || st.code() == Code::kTimedOut ||
+         (st.code() == Code::kCancelled && st.message().find("port is closed") != std::string::npos);
+}
+
+}  // namespace
+
 Result<std::unique_ptr<Transport>> Fleet::FirstConnect(size_t d) {
   auto t = connect_(d);
-  if (t.ok()) return t;
+  if (t.ok() || !NotThereYet(t.status())) return t;
   Event(d, fmt::format("< waiting for {} >", devices_[d]), /*notice=*/true);
   {
     std::lock_guard lock(mu_);
@@ -260,7 +278,7 @@ Result<std::unique_ptr<Transport>> Fleet::FirstConnect(size_t d) {
     if (options_.wait) pause = std::min(pause, *options_.wait - waited);
     std::this_thread::sleep_for(pause);
     t = connect_(d);
-    if (t.ok()) return t;
+    if (t.ok() || !NotThereYet(t.status())) return t;
   }
 }
 

@@ -19,7 +19,8 @@
 // its socket on its first reply) is waited for, as the AOSP client does:
 // "< waiting for DEVICE >" once, then connection attempts until `wait`
 // runs out (unset: until it comes), then "absent". "gone" is for a device
-// that was there and went away.
+// that was there and went away. A device that is there but cannot be used
+// (another program holds its interface, no permission) fails at once.
 //
 // Before a partition is sent to, the device is asked whether it has it
 // (DeviceSession::CheckPartition): one it says it does not have is refused

@@ -64,6 +64,7 @@ class FleetTest : public ::testing::Test {
     std::mutex mu;
     Fleet f(names, {{"boot", {dir_ / "boot.img"}}, {"system", {dir_ / "system.img"}}},
             [this](size_t i) -> Result<std::unique_ptr<Transport>> {
+              if (busy_) return Busy("claiming the interface: LIBUSB_ERROR_BUSY");
               if (refuse_connects_ > 0) {
                 --refuse_connects_;
                 return Cancelled("the device's port is closed");
@@ -91,6 +92,7 @@ class FleetTest : public ::testing::Test {
   std::vector<std::unique_ptr<FakeFastbootDevice>> devices_;
   bool revive_ = false;
   std::atomic<int> refuse_connects_{0};  // connection attempts refused before the device is there
+  bool busy_ = false;                    // the device is there, held by another program
   size_t Downloads(FakeFastbootDevice* d) {
     return std::count_if(d->commands.begin(), d->commands.end(), [](const std::string& c) { return c.starts_with("download:"); });
   }
@@ -221,6 +223,18 @@ TEST_F(FleetTest, ADeviceNotThereYetIsWaitedForOnce) {
   EXPECT_TRUE(Flashed(d));
   EXPECT_EQ(std::count(events.begin(), events.end(), "fake:late: < waiting for fake:late >"), 1) << events.size();
   EXPECT_EQ(refuse_connects_.load(), 0);
+}
+
+TEST_F(FleetTest, ADeviceThatIsThereButHeldFailsAtOnce) {
+  Add({.serial = "held"});
+  busy_ = true;
+  std::vector<std::string> events;
+  auto t0 = std::chrono::steady_clock::now();
+  auto results = Run({}, &events);  // no --wait: a wait would never end
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 5s);
+  EXPECT_NE(results[0].result, "ok");
+  EXPECT_NE(results[0].error.find("LIBUSB_ERROR_BUSY"), std::string::npos) << results[0].error;
+  for (const std::string& e : events) EXPECT_EQ(e.find("waiting for"), std::string::npos) << e;
 }
 
 TEST_F(FleetTest, TheWaitIsBounded) {
