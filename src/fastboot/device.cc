@@ -136,7 +136,8 @@ Status FastbootDevice::BeginDownload(uint32_t size) {
     return InvalidArgument(fmt::format("download of {} bytes above the buffer for {}", size, config_.max_download_size));
   }
   FP_ASSIGN_OR_RETURN(std::span<uint8_t> all, buffers_[download_buffer_]->Get());
-  landing_.Begin(all, size);
+  // A fresh buffer's pages are faulted in ahead of the bytes (--prefault did it at start).
+  landing_.Begin(all, size, /*prefault=*/!config_.prefault);
   log::Debug("download of {} bytes into buffer {}", size, download_buffer_);
   return Status::Ok();
 }
@@ -147,7 +148,10 @@ void FastbootDevice::EndDownload() {
   log::Debug("download complete ({} pieces)", landing_.pieces().size());
 }
 
-void FastbootDevice::AbortDownload() { image_ready_ = false; }
+void FastbootDevice::AbortDownload() {
+  image_ready_ = false;
+  landing_.Abort();
+}
 
 Status FastbootDevice::Flash(const Partition& p, const ProgressFn& progress, bool* queued) {
   *queued = false;
