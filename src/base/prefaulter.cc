@@ -75,6 +75,11 @@ uint64_t Prefaulter::populated() const {
   return cursor_;
 }
 
+uint64_t Prefaulter::skipped() const {
+  std::lock_guard lock(mu_);
+  return skipped_;
+}
+
 bool Prefaulter::stopped() const {
   std::lock_guard lock(mu_);
   return stopped_;
@@ -87,7 +92,11 @@ void Prefaulter::Run() {
   while (!stop_ && filled_ < size_) {
     // Never behind the receiver: the page it is filling is the first useful one.
     uint64_t at_receiver = (base + filled_) / page * page;  // an address: the region may start off a page
-    if (at_receiver > base + cursor_) cursor_ = std::min(at_receiver - base, size_);
+    if (at_receiver > base + cursor_) {
+      uint64_t to = std::min(at_receiver - base, size_);
+      skipped_ += to - cursor_;
+      cursor_ = to;
+    }
     if (cursor_ >= size_) break;
     uint64_t end = std::min(size_, cursor_ + options_.step);
     if (end > filled_ + options_.ahead) {  // far enough ahead: wait for a step's room

@@ -53,8 +53,10 @@ class Prefaulter {
   // receiver, or it has stopped. For tests and logs.
   void WaitIdle();
   // Bytes from the region's start up to which the thread has populated
-  // (pages the receiver passed first are counted but were skipped).
+  // (pages the receiver passed first are counted, see skipped()).
   uint64_t populated() const;
+  // Of those, the bytes skipped because the receiver got there first.
+  uint64_t skipped() const;
   // The thread has stopped: at the end, the receiver at the end, or no
   // kernel support.
   bool stopped() const;
@@ -77,6 +79,7 @@ class Prefaulter {
   std::condition_variable idle_cv_;  // WaitIdle waits here for the thread
   uint64_t filled_ = 0;
   uint64_t cursor_ = 0;              // the next byte to populate
+  uint64_t skipped_ = 0;
   uint64_t wake_at_ = UINT64_MAX;    // filled_ the waiting thread needs
   bool waiting_ = false;
   bool stop_ = false;

@@ -57,6 +57,7 @@ TEST(PrefaulterTest, StaysABoundedDistanceAheadOfTheReceiver) {
   p.WaitIdle();
   EXPECT_FALSE(p.stopped());
   EXPECT_EQ(p.populated(), 16 * kMiB);
+  EXPECT_EQ(p.skipped(), 0u);
   EXPECT_EQ(m.Resident(0, 16 * kMiB), 16 * kMiB / kPage);
   EXPECT_EQ(m.Resident(16 * kMiB, 64 * kMiB), 0u);
 
@@ -80,6 +81,7 @@ TEST(PrefaulterTest, NeverFaultsPagesTheReceiverPassed) {
   // From the receiver's page on, a step at a time, up to 8 MiB ahead.
   EXPECT_EQ(m.Resident(8 * kMiB, 30 * kMiB), 0u);
   EXPECT_EQ(p.populated(), 30 * kMiB + 8 * kMiB);
+  EXPECT_EQ(p.skipped(), 22 * kMiB);
   EXPECT_EQ(m.Resident(30 * kMiB, 38 * kMiB), 8 * kMiB / kPage);
   EXPECT_EQ(m.Resident(38 * kMiB, 64 * kMiB), 0u);
 }

@@ -145,7 +145,13 @@ Status FastbootDevice::BeginDownload(uint32_t size) {
 void FastbootDevice::EndDownload() {
   (void)landing_.Finish();
   image_ready_ = true;
-  log::Debug("download complete ({} pieces)", landing_.pieces().size());
+  if (const Prefaulter* p = landing_.prefaulter(); p != nullptr) {
+    // Skipped: pages the receiver faulted itself, because it got there first.
+    log::Debug("download complete ({} pieces; buffer prefaulted to {}, {} of it skipped)",
+               landing_.pieces().size(), FormatBytes(p->populated()), FormatBytes(p->skipped()));
+  } else {
+    log::Debug("download complete ({} pieces)", landing_.pieces().size());
+  }
 }
 
 void FastbootDevice::AbortDownload() {

@@ -146,6 +146,8 @@ class Landing : public DownloadTarget {
   const ImageCheck& check() const { return check_; }
   const std::vector<std::span<const uint8_t>>& pieces() const { return pieces_; }
   unsigned gaps() const { return gaps_; }
+  // The Prefaulter of this download, if it has one (for logs).
+  const Prefaulter* prefaulter() const { return prefaulter_.get(); }
 
  private:
   void ClosePiece(uint64_t at);
