@@ -16,7 +16,8 @@
 #      vs --prefault (every page at start) vs warm (the default daemon's
 #      second flash, its buffers' pages already there): the whole flash, the
 #      first part's "Sending" time (goal: fresh within 1.1x of warm) and the
-#      daemon's RSS once idle; the three interleaved in each run.
+#      daemon's RSS once idle; the three interleaved in each run; then the
+#      same with --write-model discard (the download path alone).
 # Sections 1-3 start their daemons with --prefault and flash RUNS times on
 # one daemon (the first flash warms it); FRESH_ONLY=1 runs section 4 alone.
 # Image: 1.5 GiB, super-like (zero runs, fills, random data), generated here,
@@ -135,22 +136,22 @@ settle() {
   for _ in $(seq 50); do c=$(rss_mib); [ "$a" = "$b" ] && [ "$b" = "$c" ] && return; a=$b; b=$c; sleep 0.1; done
 }
 part1_of() { sed -n "s/^Sending sparse 'super' 1\/.*OKAY \[ *\([0-9.]*\)s\].*/\1/p" "$work/fb.out"; }
-declare -A FA FS FP FR
 fresh_record() {  # name, "writing sending wall", idle RSS
   local ws ss wall
   read -r ws ss wall <<<"$2"
   FA[$1]+="$wall "; FS[$1]+="$ss "; FP[$1]+="$(part1_of) "; FR[$1]+="$3 "
 }
-fresh_section() {
-  echo "== fresh daemons vs warm, --write-behind, $dev ($RUNS runs, interleaved, medians)"
+fresh_section() {  # daemon flags (besides --prefault)
+  echo "== fresh daemons vs warm, $* on $dev ($RUNS runs, interleaved, ${FRESH_GAP} s before each fresh daemon, medians)"
+  declare -gA FA=() FS=() FP=() FR=()
   local idle out
   for _ in $(seq "$RUNS"); do
-    start --write-behind; settle; idle=$(rss_mib)
+    sleep "$FRESH_GAP"; start "$@"; settle; idle=$(rss_mib)
     out=$(flash_once); fresh_record fresh-default "$out" "$idle"
-    idle=$(rss_mib)  # what the first flash left: both buffers' pages
+    idle=$(rss_mib)  # what the first flash left: its buffers' pages
     out=$(flash_once); fresh_record warm "$out" "$idle"
     stop
-    start --write-behind --prefault; settle; idle=$(rss_mib)
+    sleep "$FRESH_GAP"; start "$@" --prefault; settle; idle=$(rss_mib)
     out=$(flash_once); fresh_record fresh-prefault "$out" "$idle"
     stop
   done
@@ -169,9 +170,21 @@ fresh_section() {
   awk -v f="$pp" -v w="$wp" 'BEGIN {printf "fresh --prefault part 1 / warm     = %.2fx\n", f/w}'
   awk -v f="$pa" -v w="$wa" 'BEGIN {printf "fresh --prefault whole / warm      = %.2fx\n", f/w}'
 }
+# Before each fresh daemon, FRESH_GAP seconds (default 3) for the memory the
+# last one freed to go back to the hypervisor (free page reporting, after
+# 2 s on this VM), so that the fresh daemon's memory is cold as a board's is
+# after boot; with 0 it reuses pages still backed, and faults cost less.
+FRESH_GAP=${FRESH_GAP:-3}
+# Section 4: as a board flashes (write-behind, the disk), then the download
+# path alone (nothing written), where the writer's CPU and the disk add no noise.
+fresh_sections() {
+  dev=$loopdev
+  fresh_section --write-behind
+  fresh_section --write-model discard
+}
 if [ "${FRESH_ONLY:-0}" = 1 ]; then
-  fresh_section
-  echo "command: FRESH_ONLY=1 MAX_DOWNLOAD=$MAX_DOWNLOAD FLASHPIPE=$FLASHPIPE bench/fastboot_bench.sh $RUNS"
+  fresh_sections
+  echo "command: FRESH_ONLY=1 FRESH_GAP=$FRESH_GAP MAX_DOWNLOAD=$MAX_DOWNLOAD FLASHPIPE=$FLASHPIPE bench/fastboot_bench.sh $RUNS"
   exit 0
 fi
 
@@ -196,8 +209,7 @@ if [ -n "$fastdev" ]; then
   printf "%-14s %8.3f s (runs: %s)\n" fast-fio "$FASTFIO" "$f"
 fi
 
-dev=$loopdev
-fresh_section
+fresh_sections
 
 echo "== ratios"
 awk -v w="${W[default]}" -v f="$FIO" 'BEGIN {printf "default writing-sum / fio        = %.2fx (goal <= 1.25x)\n", w/f}'
@@ -210,4 +222,4 @@ if [ -n "$fastdev" ]; then
 fi
 awk -v a="${A[write-behind]}" -v d="${A[default]}" 'BEGIN {printf "write-behind whole / default whole = %.2fx\n", a/d}'
 awk -v b="${W[bounce-100]}" -v w="${W[default]}" 'BEGIN {printf "bounce-100 writing-sum / default = %.2fx\n", b/w}'
-echo "command: MAX_DOWNLOAD=$MAX_DOWNLOAD FLASHPIPE=$FLASHPIPE bench/fastboot_bench.sh $RUNS"
+echo "command: FRESH_GAP=$FRESH_GAP MAX_DOWNLOAD=$MAX_DOWNLOAD FLASHPIPE=$FLASHPIPE bench/fastboot_bench.sh $RUNS"

@@ -90,10 +90,12 @@ void Prefaulter::Run() {
   const uint64_t base = reinterpret_cast<uintptr_t>(begin_);
   std::unique_lock lock(mu_);
   while (!stop_ && filled_ < size_) {
-    // Never behind the receiver: the page it is filling is the first useful one.
+    // Never behind the receiver. Overtaken, it goes on a step past the
+    // receiver's page: the receiver faults that step itself meanwhile,
+    // rather than both faulting (and zeroing) the same pages.
     uint64_t at_receiver = (base + filled_) / page * page;  // an address: the region may start off a page
     if (at_receiver > base + cursor_) {
-      uint64_t to = std::min(at_receiver - base, size_);
+      uint64_t to = std::min(at_receiver - base + options_.step, size_);
       skipped_ += to - cursor_;
       cursor_ = to;
     }

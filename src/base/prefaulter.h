@@ -7,9 +7,11 @@
 //
 // The thread populates the region in steps of `step` bytes with
 // madvise(MADV_POPULATE_WRITE) (Linux >= 5.14), starting at the region's
-// first page and never at a page the receiver has already passed (Advance):
-// it stays at most `ahead` + `step` bytes in front of the receiver, and
-// never touches a byte past the region's end. MADV_POPULATE_WRITE changes no
+// first page and never at a page the receiver has already passed (Advance;
+// overtaken, it goes on a step past the receiver, which faults that step
+// itself, so that the two do not fault the same pages): it stays at most
+// `ahead` + `step` bytes in front of the receiver, and never touches a
+// byte past the region's end. MADV_POPULATE_WRITE changes no
 // byte (a present page is left alone, a missing one comes in as zeros
 // exactly as the receiver's own write fault would bring it), so the thread
 // may overlap bytes the receiver is writing: nothing is lost, whoever comes
