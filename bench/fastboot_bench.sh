@@ -10,6 +10,16 @@
 #      than the link: the case write-behind is for);
 #   3. --bounce-blocks 100: the U-Boot sparse writer before b1aade87ca1 (one
 #      51200-byte synchronous request at a time), summed "Writing" times.
+#   4. a fresh daemon's first flash, as a board flashes (a new `serve` per
+#      session), --write-behind, on the disk loop device: by default (each
+#      download's pages faulted in on another thread just ahead of its bytes)
+#      vs --prefault (every page at start) vs warm (the default daemon's
+#      second flash, its buffers' pages already there): the whole flash, the
+#      first part's "Sending" time (goal: fresh within 1.1x of warm) and the
+#      daemon's RSS once idle; the three interleaved in each run; then the
+#      same with --write-model discard (the download path alone).
+# Sections 1-3 start their daemons with --prefault and flash RUNS times on
+# one daemon (the first flash warms it); FRESH_ONLY=1 runs section 4 alone.
 # Image: 1.5 GiB, super-like (zero runs, fills, random data), generated here,
 # sparse, split by the client into 256 MiB parts (max-download-size 256M),
 # over TCP loopback, to a loop device with --direct-io=on. Medians of RUNS.
@@ -74,8 +84,7 @@ fi
 PORT=$(python3 -c "import socket; s=socket.socket(); s.bind(('127.0.0.1',0)); print(s.getsockname()[1])")
 dev=$loopdev
 start() {
-  # --prefault: no page faults in the measured downloads.
-  "$FLASHPIPE" serve --partition "super=$dev" --tcp "127.0.0.1:$PORT" --state "$work/state" --prefault \
+  "$FLASHPIPE" serve --partition "super=$dev" --tcp "127.0.0.1:$PORT" --state "$work/state" \
     --max-download-size "$MAX_DOWNLOAD" "$@" \
     >"$work/daemon.out" 2>"$work/daemon.log" &
   daemon_pid=$!
@@ -102,7 +111,7 @@ flash_once() {
 declare -A W S A
 run_mode() {  # name, daemon flags...
   local name=$1; shift
-  start "$@"
+  start --prefault "$@"  # no page faults in the measured downloads
   local w="" s="" a=""
   for _ in $(seq "$RUNS"); do
     read -r ws ss wall < <(flash_once)
@@ -119,6 +128,65 @@ fio_once() {
     --size="$data_bytes" --end_fsync=1 --output-format=json 2>/dev/null |
     python3 -c "import json,sys; j=json.load(sys.stdin); print('%.3f' % (j['jobs'][0]['job_runtime']/1000.0))"
 }
+
+rss_mib() { awk '/^VmRSS/ {printf "%.0f", $2 / 1024}' "/proc/$daemon_pid/status"; }
+# Until the daemon's RSS holds still for 0.2 s (the --prefault thread is done), at most 5 s.
+settle() {
+  local a=-1 b=-2 c
+  for _ in $(seq 50); do c=$(rss_mib); [ "$a" = "$b" ] && [ "$b" = "$c" ] && return; a=$b; b=$c; sleep 0.1; done
+}
+part1_of() { sed -n "s/^Sending sparse 'super' 1\/.*OKAY \[ *\([0-9.]*\)s\].*/\1/p" "$work/fb.out"; }
+fresh_record() {  # name, "writing sending wall", idle RSS
+  local ws ss wall
+  read -r ws ss wall <<<"$2"
+  FA[$1]+="$wall "; FS[$1]+="$ss "; FP[$1]+="$(part1_of) "; FR[$1]+="$3 "
+}
+fresh_section() {  # daemon flags (besides --prefault)
+  echo "== fresh daemons vs warm, $* on $dev ($RUNS runs, interleaved, ${FRESH_GAP} s before each fresh daemon, medians)"
+  declare -gA FA=() FS=() FP=() FR=()
+  local idle out
+  for _ in $(seq "$RUNS"); do
+    sleep "$FRESH_GAP"; start "$@"; settle; idle=$(rss_mib)
+    out=$(flash_once); fresh_record fresh-default "$out" "$idle"
+    idle=$(rss_mib)  # what the first flash left: its buffers' pages
+    out=$(flash_once); fresh_record warm "$out" "$idle"
+    stop
+    sleep "$FRESH_GAP"; start "$@" --prefault; settle; idle=$(rss_mib)
+    out=$(flash_once); fresh_record fresh-prefault "$out" "$idle"
+    stop
+  done
+  local n
+  for n in fresh-default fresh-prefault warm; do
+    printf "%-15s whole flash %7.3f s  sending-sum %7.3f s  part 1 sending %6.3f s  RSS before %5s MiB   (runs: whole %s; part 1 %s)\n" \
+      "$n" "$(echo "${FA[$n]}" | median)" "$(echo "${FS[$n]}" | median)" "$(echo "${FP[$n]}" | median)" \
+      "$(echo "${FR[$n]}" | median)" "${FA[$n]}" "${FP[$n]}"
+  done
+  local fa fp wa wp pa pp
+  fa=$(echo "${FA[fresh-default]}" | median); fp=$(echo "${FP[fresh-default]}" | median)
+  pa=$(echo "${FA[fresh-prefault]}" | median); pp=$(echo "${FP[fresh-prefault]}" | median)
+  wa=$(echo "${FA[warm]}" | median); wp=$(echo "${FP[warm]}" | median)
+  awk -v f="$fp" -v w="$wp" 'BEGIN {printf "fresh default part 1 / warm part 1 = %.2fx (goal <= 1.1x)\n", f/w}'
+  awk -v f="$fa" -v w="$wa" 'BEGIN {printf "fresh default whole / warm whole   = %.2fx\n", f/w}'
+  awk -v f="$pp" -v w="$wp" 'BEGIN {printf "fresh --prefault part 1 / warm     = %.2fx\n", f/w}'
+  awk -v f="$pa" -v w="$wa" 'BEGIN {printf "fresh --prefault whole / warm      = %.2fx\n", f/w}'
+}
+# Before each fresh daemon, FRESH_GAP seconds (default 3) for the memory the
+# last one freed to go back to the hypervisor (free page reporting, after
+# 2 s on this VM), so that the fresh daemon's memory is cold as a board's is
+# after boot; with 0 it reuses pages still backed, and faults cost less.
+FRESH_GAP=${FRESH_GAP:-3}
+# Section 4: as a board flashes (write-behind, the disk), then the download
+# path alone (nothing written), where the writer's CPU and the disk add no noise.
+fresh_sections() {
+  dev=$loopdev
+  fresh_section --write-behind
+  fresh_section --write-model discard
+}
+if [ "${FRESH_ONLY:-0}" = 1 ]; then
+  fresh_sections
+  echo "command: FRESH_ONLY=1 FRESH_GAP=$FRESH_GAP MAX_DOWNLOAD=$MAX_DOWNLOAD FLASHPIPE=$FLASHPIPE bench/fastboot_bench.sh $RUNS"
+  exit 0
+fi
 
 echo "== flashes ($RUNS runs each, medians)"
 run_mode default
@@ -141,6 +209,8 @@ if [ -n "$fastdev" ]; then
   printf "%-14s %8.3f s (runs: %s)\n" fast-fio "$FASTFIO" "$f"
 fi
 
+fresh_sections
+
 echo "== ratios"
 awk -v w="${W[default]}" -v f="$FIO" 'BEGIN {printf "default writing-sum / fio        = %.2fx (goal <= 1.25x)\n", w/f}'
 awk -v a="${A[write-behind]}" -v s="${A[send-only]}" 'BEGIN {printf "write-behind whole / send-only  = %.2fx (goal <= 1.2x)\n", a/s}'
@@ -152,4 +222,4 @@ if [ -n "$fastdev" ]; then
 fi
 awk -v a="${A[write-behind]}" -v d="${A[default]}" 'BEGIN {printf "write-behind whole / default whole = %.2fx\n", a/d}'
 awk -v b="${W[bounce-100]}" -v w="${W[default]}" 'BEGIN {printf "bounce-100 writing-sum / default = %.2fx\n", b/w}'
-echo "command: MAX_DOWNLOAD=$MAX_DOWNLOAD FLASHPIPE=$FLASHPIPE bench/fastboot_bench.sh $RUNS"
+echo "command: FRESH_GAP=$FRESH_GAP MAX_DOWNLOAD=$MAX_DOWNLOAD FLASHPIPE=$FLASHPIPE bench/fastboot_bench.sh $RUNS"

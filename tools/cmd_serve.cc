@@ -360,10 +360,11 @@ int RunServe(int argc, char** argv) {
                "answer flash once validated and queued; write while the next part arrives. Trade-off: "
                "OKAY no longer means written (a write error is reported by the next command), 2 buffers");
   app.add_flag("--prefault", o.device.prefault,
-               "fault the download buffer(s) in at start, so no download pays page faults: the daemon then holds "
-               "max-download-size (x2 with --write-behind) from the start. Default: the buffer grows to the largest "
-               "download seen (idle RSS 8 MiB instead of 280 MiB at 256M; measured: the first 192 MiB flash took "
-               "0.3 s longer, later ones reuse the pages)");
+               "fault the download buffer(s) in at start, so no flash pays page faults: the daemon then holds "
+               "max-download-size (x2 with --write-behind) from the start. Default: each download's pages are "
+               "faulted in on another thread just ahead of its bytes, and the buffer grows to the largest download "
+               "seen (idle RSS 8 MiB instead of 280 MiB at 256M); where the CPUs are busy during a flash, a fresh "
+               "daemon's first flash still pays the faults' CPU time, later ones reuse the pages");
   app.add_flag("--no-prefault", [&o](int64_t) { o.device.prefault = false; }, "the default")->group("");
   app.add_option("--critical", o.device.critical,
                  "NAME: a critical partition (NAME, NAME_a, NAME_b), repeatable: flash and erase refuse it until "

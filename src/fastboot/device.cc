@@ -136,7 +136,8 @@ Status FastbootDevice::BeginDownload(uint32_t size) {
     return InvalidArgument(fmt::format("download of {} bytes above the buffer for {}", size, config_.max_download_size));
   }
   FP_ASSIGN_OR_RETURN(std::span<uint8_t> all, buffers_[download_buffer_]->Get());
-  landing_.Begin(all, size);
+  // A fresh buffer's pages are faulted in ahead of the bytes (--prefault did it at start).
+  landing_.Begin(all, size, /*prefault=*/!config_.prefault);
   log::Debug("download of {} bytes into buffer {}", size, download_buffer_);
   return Status::Ok();
 }
@@ -144,10 +145,19 @@ Status FastbootDevice::BeginDownload(uint32_t size) {
 void FastbootDevice::EndDownload() {
   (void)landing_.Finish();
   image_ready_ = true;
-  log::Debug("download complete ({} pieces)", landing_.pieces().size());
+  if (const Prefaulter* p = landing_.prefaulter(); p != nullptr) {
+    // Skipped: pages the receiver faulted itself, because it got there first.
+    log::Debug("download complete ({} pieces; buffer prefaulted to {}, {} of it skipped)",
+               landing_.pieces().size(), FormatBytes(p->populated()), FormatBytes(p->skipped()));
+  } else {
+    log::Debug("download complete ({} pieces)", landing_.pieces().size());
+  }
 }
 
-void FastbootDevice::AbortDownload() { image_ready_ = false; }
+void FastbootDevice::AbortDownload() {
+  image_ready_ = false;
+  landing_.Abort();
+}
 
 Status FastbootDevice::Flash(const Partition& p, const ProgressFn& progress, bool* queued) {
   *queued = false;

@@ -73,8 +73,9 @@ struct DeviceConfig {
   bool write_behind = false;
   // Fault the download buffer(s) in on a background thread at start: the
   // daemon then holds max_download_size (x2 with write_behind) from the
-  // start, and no download pays page faults. Off: the buffer's pages are
-  // touched as downloads arrive, so memory grows to the largest download.
+  // start. Off: each download's pages are faulted in on another thread a
+  // little ahead of its bytes (Landing, download.h), so memory grows to the
+  // largest download and a fresh buffer costs the receiver no page faults.
   bool prefault = false;
   bool unlock_allowed = true;
 };

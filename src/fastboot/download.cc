@@ -31,10 +31,8 @@ Result<std::span<uint8_t>> DownloadBuffer::Get() {
 }
 
 void DownloadBuffer::Prefault() {
-#ifdef MADV_POPULATE_WRITE
   if (capacity_ == 0 || !Map().ok()) return;
-  (void)::madvise(data_, capacity_, MADV_POPULATE_WRITE);
-#endif
+  (void)Prefaulter::Populate(data_, capacity_);
 }
 
 void ImageCheck::Begin(uint64_t size) {
@@ -133,7 +131,13 @@ uint64_t Landing::CapacityFor(uint64_t max_size) {
   return max_size + (max_size / ImageCheck::kAlignMin + 2) * kPage;
 }
 
-void Landing::Begin(std::span<uint8_t> buffer, uint64_t size) {
+void Landing::Begin(std::span<uint8_t> buffer, uint64_t size, bool prefault) {
+  prefaulter_.reset();
+  // Gaps may carry the last bytes a few pages past `size`: the receiver
+  // faults those itself.
+  if (prefault && size > 0 && Prefaulter::Supported()) {
+    prefaulter_ = std::make_unique<Prefaulter>(buffer.first(std::min<uint64_t>(size, buffer.size())));
+  }
   buffer_ = buffer;
   size_ = size;
   received_ = pos_ = piece_start_ = settled_ = 0;
@@ -193,6 +197,8 @@ void Landing::Arrived(size_t n) {
     ++gaps_;
   }
   pos_ = end;
+  // With the last byte in, the Prefaulter stops (it is freed at the next Begin()).
+  if (prefaulter_ != nullptr) prefaulter_->Advance(received_ == size_ ? buffer_.size() : pos_);
 }
 
 Status Landing::Finish() {

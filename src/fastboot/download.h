@@ -2,9 +2,13 @@
 // while it arrives.
 //
 // DownloadBuffer is one anonymous mapping of `capacity` bytes, reused for
-// every download. Prefault() (the daemon runs it on a background thread at
-// start) makes every page present, so that no download pays page faults:
-// the first 256 MiB download into a fresh buffer took 0.5 s longer here.
+// every download; its pages come in as the first downloads need them. A
+// download's Landing has a Prefaulter (base/prefaulter.h) make them present
+// on its own thread a little ahead of the bytes, so that the receiver does
+// not pay the page faults of a fresh buffer (the first 256 MiB download
+// into one took 0.5 s longer here) and the buffer holds no more than the
+// largest download. Prefault() (serve --prefault, on a background thread at
+// start) makes every page present at once instead.
 //
 // ImageCheck decodes a download while it arrives: each slice the transport
 // delivers is fed into a sparse::Decoder (tolerate_missing_tail, for the
@@ -25,6 +29,7 @@
 #include <span>
 #include <vector>
 
+#include "base/prefaulter.h"
 #include "base/status.h"
 #include "fastboot/transport.h"
 #include "sparse/decoder.h"
@@ -115,13 +120,19 @@ class ImageCheck : public sparse::NullSink {
 // per kAlignMin of image: CapacityFor() sizes the buffer. settled() says how
 // much of a window no gap can split (a raw image's whole rest; a RAW
 // payload and the chunk header after it), so a transport may have several
-// receives in flight there (USB).
+// receives in flight there (USB). With prefault, Begin() starts a
+// Prefaulter over the buffer's first `size` bytes, told after each
+// Arrived() how far the buffer is filled; it stops when the last byte is in
+// (or at the next Begin(), Abort(), or destruction).
 class Landing : public DownloadTarget {
  public:
   static uint64_t CapacityFor(uint64_t max_size);
 
-  // `buffer` holds at least CapacityFor(size) bytes.
-  void Begin(std::span<uint8_t> buffer, uint64_t size);
+  // `buffer` holds at least CapacityFor(size) bytes. REQUIRES: no receive
+  // into the previous download's buffer is in flight.
+  void Begin(std::span<uint8_t> buffer, uint64_t size, bool prefault = false);
+  // The download will not go on: stops its Prefaulter.
+  void Abort() { prefaulter_.reset(); }
   // Where the next bytes go; empty once all `size` bytes are in.
   std::span<uint8_t> Window() override;
   uint64_t settled() const override { return settled_; }
@@ -135,6 +146,8 @@ class Landing : public DownloadTarget {
   const ImageCheck& check() const { return check_; }
   const std::vector<std::span<const uint8_t>>& pieces() const { return pieces_; }
   unsigned gaps() const { return gaps_; }
+  // The Prefaulter of this download, if it has one (for logs).
+  const Prefaulter* prefaulter() const { return prefaulter_.get(); }
 
  private:
   void ClosePiece(uint64_t at);
@@ -149,6 +162,7 @@ class Landing : public DownloadTarget {
   unsigned gaps_ = 0;
   std::vector<std::span<const uint8_t>> pieces_;
   ImageCheck check_;
+  std::unique_ptr<Prefaulter> prefaulter_;  // while the download arrives
 };
 
 }  // namespace flashpipe::fastboot

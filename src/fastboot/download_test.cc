@@ -5,7 +5,11 @@
 #include <gtest/gtest.h>
 #include <sys/mman.h>
 
+#include <unistd.h>
+
+#include <chrono>
 #include <random>
+#include <thread>
 
 #include "sparse/decoder.h"
 #include "testing/sparse_builder.h"
@@ -36,8 +40,9 @@ struct Delivery {
   Landing landing;
 };
 
-void Deliver(const std::vector<uint8_t>& image, std::mt19937_64& rng, size_t max_slice, Buffer& buf, Delivery* d) {
-  d->landing.Begin(buf.span(), image.size());
+void Deliver(const std::vector<uint8_t>& image, std::mt19937_64& rng, size_t max_slice, Buffer& buf, Delivery* d,
+             bool prefault = false) {
+  d->landing.Begin(buf.span(), image.size(), prefault);
   uint64_t at = 0;
   while (d->landing.received() < image.size()) {
     std::span<uint8_t> w = d->landing.Window();
@@ -114,6 +119,47 @@ TEST(LandingTest, PiecesAreTheImageAndLargePayloadsArePageAligned) {
     EXPECT_TRUE(d.landing.check().sparse());
     EXPECT_EQ(d.landing.check().image_size(), b.expanded().size());
   }
+}
+
+// Pages of [from, to) present in `buf`.
+uint64_t Resident(Buffer& buf, uint64_t from, uint64_t to) {
+  std::vector<unsigned char> vec((to - from) / 4096);
+  EXPECT_EQ(::mincore(buf.data + from, to - from, vec.data()), 0);
+  uint64_t n = 0;
+  for (unsigned char v : vec) n += v & 1;
+  return n;
+}
+
+TEST(LandingTest, APrefaulterChangesNoByteOfTheImage) {
+  for (uint64_t seed = 1; seed <= 4; ++seed) {
+    std::mt19937_64 rng(seed);
+    SparseBuilder b(4096);
+    for (int i = 0; i < 24; ++i) b.RawBlocks(64 + rng() % 256, static_cast<uint32_t>(rng())).Fill(1 + rng() % 8, 7);
+    auto image = b.Build();
+    Buffer buf(Landing::CapacityFor(image.size()));
+    Delivery d;
+    Deliver(image, rng, std::array<size_t, 2>{70000, 1 << 22}[seed % 2], buf, &d, /*prefault=*/true);
+    if (HasFatalFailure()) return;
+    ASSERT_TRUE(d.status.ok()) << d.status.ToString();
+    EXPECT_EQ(d.joined, image) << "seed " << seed;
+  }
+}
+
+// Before a byte arrives, the buffer's first pages come in, and none past
+// the download's size.
+TEST(LandingTest, APrefaulterFaultsTheBufferInAheadOfTheBytes) {
+  if (!Prefaulter::Supported()) GTEST_SKIP() << "no MADV_POPULATE_WRITE on this kernel";
+  const uint64_t size = 24u << 20;
+  Buffer buf(Landing::CapacityFor(64u << 20));
+  Landing landing;
+  landing.Begin(buf.span(), size, /*prefault=*/true);
+  auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (Resident(buf, 0, size) < size / 4096 && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  EXPECT_EQ(Resident(buf, 0, size), size / 4096);
+  EXPECT_EQ(Resident(buf, size, buf.size / 4096 * 4096), 0u);
+  landing.Abort();
 }
 
 // The worst case for the bound: every payload just over 64 KiB, each after a

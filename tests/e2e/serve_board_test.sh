@@ -279,6 +279,10 @@ memory_checks() {
   [ "$rss" -lt 65536 ] || die "idle RSS ${rss} KiB with the default 256M buffer"
   head -c 4M /dev/urandom >"$work/mem.raw"
   fb_ok flash data "$work/mem.raw"
+  cmp -n 4194304 "$work/mem.raw" "$work/mem.img" || die "the 4 MiB flash did not land"
+  # The download's pages are faulted in ahead of it, never past its size.
+  rss=$(awk '/^VmRSS/ {print $2}' "/proc/$daemon_pid/status")
+  [ "$rss" -lt 65536 ] || die "RSS ${rss} KiB after a 4 MiB flash: prefaulted past the download"
   stop_daemon
   start_daemon --partition "data=$work/mem.img" --prefault
   for _ in $(seq 100); do
@@ -288,7 +292,7 @@ memory_checks() {
   done
   [ "$rss" -ge 262144 ] || die "--prefault: RSS ${rss} KiB, not the 256M buffer"
   stop_daemon
-  pass "idle RSS under 64 MiB by default (was ${rss} KiB with --prefault)"
+  pass "idle RSS under 64 MiB by default, also after a 4 MiB flash (was ${rss} KiB with --prefault)"
 }
 
 cli_checks
