@@ -3,7 +3,7 @@
 # (Debian 6.1 under QEMU TCG, dummy_hcd at SuperSpeed), all in one VM run:
 #   usb-wb:   flash over USB with --write-behind, until a final getvar (which
 #             waits for the writes and their sync);
-#   usb-send: the same with --discard-writes: sending alone (goal: usb-wb
+#   usb-send: the same with --write-model discard: sending alone (goal: usb-wb
 #             within 1.2x of it);
 #   tcp-wb:   the same flash over TCP loopback in the same VM (goal: USB no
 #             slower than TCP).
@@ -48,7 +48,7 @@ cpu() { awk '{print $14 + $15}' /proc/$1/stat; }  # clock ticks, user + system
 now() { date +%s.%N; }
 run() {  # NAME ARGS...: one flash, prints a RESULT line
   local name=$1; shift
-  ./flashpipe serve --prefault "$@" --partition data=/tmp/target.img --state /tmp/state --max-download-size 32M \
+  ./flashpipe serve "$@" --partition data=/tmp/target.img --state /tmp/state --max-download-size 32M \
     >d.out 2>d.log &
   local pid=$! dev
   for _ in $(seq 300); do grep -qE "serving|listening" d.out && break; sleep 0.1; done
@@ -72,7 +72,7 @@ run() {  # NAME ARGS...: one flash, prints a RESULT line
 }
 for i in $(seq $RUNS); do
   run usb-wb --usb --serialno BENCH --write-behind
-  run usb-send --usb --serialno BENCH --discard-writes
+  run usb-send --usb --serialno BENCH --write-model discard
   run tcp-wb --tcp 127.0.0.1:5554 --write-behind
 done
 GUEST
