@@ -9,7 +9,7 @@
 #     either its old bytes or the image's, and every byte past the image is
 #     untouched.
 # Temporary files of killed runs are removed by the next run for that file.
-# Bounded to about a minute.
+# Bounded to 90 s: a loaded machine runs fewer of the 50 (at least 15).
 #   FLASHPIPE=build/flashpipe bash tests/e2e/write_kill_soak_test.sh
 set -euo pipefail
 
@@ -117,11 +117,14 @@ for run in $(seq 1 "$RUNS"); do
   check_device before_dev "$x.img"
   temps=$(ls -a | grep -c '\.out\.img\.flashpipe-' || true)
   [ "$temps" -le 1 ] || fail "run $run: $temps temporary files pile up: $(ls -a | grep flashpipe-)"
-  [ $(( $(date +%s) - start )) -lt 90 ] || fail "the soak took longer than 90 s (run $run)"
+  # Bounded in time: a loaded machine runs fewer rounds, each still checked.
+  done_runs=$run
+  [ $(( $(date +%s) - start )) -lt 90 ] || { echo "90 s budget used after run $run of $RUNS"; break; }
 done
 run_once sparse a -1 || fail "the write after the soak failed"
 cmp -s out.img a.img || fail "the write after the soak left the wrong file"
 [ "$(ls -a | grep -c '\.flashpipe-' || true)" = 0 ] || fail "temporary files left after a clean run: $(ls -a | grep flashpipe-)"
-echo "write_kill_soak_test: $RUNS runs, $killed killed mid-write, $completed completed, $(( $(date +%s) - start )) s"
-[ "$killed" -ge $((RUNS / 5)) ] || fail "only $killed of $RUNS runs were killed before they finished"
+echo "write_kill_soak_test: $done_runs runs, $killed killed mid-write, $completed completed, $(( $(date +%s) - start )) s"
+[ "$done_runs" -ge 15 ] || fail "only $done_runs runs in 90 s"
+[ "$killed" -ge $((done_runs / 5)) ] || fail "only $killed of $done_runs runs were killed before they finished"
 echo "write_kill_soak_test: passed"
