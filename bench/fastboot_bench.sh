@@ -18,7 +18,7 @@
 #      first part's "Sending" time (goal: fresh within 1.1x of warm) and the
 #      daemon's RSS once idle; the three interleaved in each run; then the
 #      same with --write-model discard (the download path alone).
-# Sections 1-3 start their daemons with --prefault and flash RUNS times on
+# Sections 1-3 start their daemons as a user does (no speed flags) and flash RUNS times on
 # one daemon (the first flash warms it); FRESH_ONLY=1 runs section 4 alone.
 # Image: 1.5 GiB, super-like (zero runs, fills, random data), generated here,
 # sparse, split by the client into 256 MiB parts (max-download-size 256M),
@@ -111,7 +111,7 @@ flash_once() {
 declare -A W S A
 run_mode() {  # name, daemon flags...
   local name=$1; shift
-  start --prefault "$@"  # no page faults in the measured downloads
+  start "$@"  # as a user starts it: downloads fault their pages in ahead (base/prefaulter)
   local w="" s="" a=""
   for _ in $(seq "$RUNS"); do
     read -r ws ss wall < <(flash_once)
