@@ -16,11 +16,17 @@ struct Magic {
 // The sparse magic 0xED26FF3A is stored little-endian.
 constexpr Magic kMagics[] = {
     {ImageKind::kSparse, {0x3A, 0xFF, 0x26, 0xED}, 4},
-    {ImageKind::kGzip, {0x1F, 0x8B}, 2},
     {ImageKind::kXz, {0xFD, '7', 'z', 'X', 'Z', 0x00}, 6},
     {ImageKind::kZstd, {0x28, 0xB5, 0x2F, 0xFD}, 4},
     {ImageKind::kLz4, {0x04, 0x22, 0x4D, 0x18}, 4},
 };
+
+// RFC 1952: the magic, CM 8 (deflate, the only method there is) and FLG
+// with its reserved bits clear. Two bytes alone are 1 raw image in 65536
+// (random data: a raw image that starts 1F 8B was taken for gzip).
+bool IsGzip(std::span<const uint8_t> head) {
+  return head.size() >= 4 && head[0] == 0x1F && head[1] == 0x8B && head[2] == 8 && (head[3] & 0xE0) == 0;
+}
 
 bool IsBzip2(std::span<const uint8_t> head) {
   return head.size() >= 4 && head[0] == 'B' && head[1] == 'Z' && head[2] == 'h' &&
@@ -35,6 +41,7 @@ ImageKind DetectKind(std::span<const uint8_t> head) {
       return m.kind;
     }
   }
+  if (IsGzip(head)) return ImageKind::kGzip;
   return IsBzip2(head) ? ImageKind::kBzip2 : ImageKind::kRaw;
 }
 

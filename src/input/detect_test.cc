@@ -25,6 +25,12 @@ TEST(DetectTest, NearMissesAreRaw) {
   EXPECT_EQ(Detect({0, 0, 0, 0, 0, 0}), ImageKind::kRaw);
   EXPECT_EQ(Detect({}), ImageKind::kRaw);
   EXPECT_EQ(Detect({0x1F}), ImageKind::kRaw);
+  // A raw image that happens to start 1F 8B (random data: 1 in 65536) is
+  // raw unless the next bytes are a gzip header's: CM 8, FLG reserved bits 0.
+  EXPECT_EQ(Detect({0x1F, 0x8B, 0x3C, 0x00, 0x11}), ImageKind::kRaw);
+  EXPECT_EQ(Detect({0x1F, 0x8B, 0x08, 0xE0, 0x11}), ImageKind::kRaw);
+  EXPECT_EQ(Detect({0x1F, 0x8B, 0x08}), ImageKind::kRaw);
+  EXPECT_EQ(Detect({0x1F, 0x8B, 0x08, 0x1F, 0x11}), ImageKind::kGzip);
 }
 
 TEST(DetectTest, NamesAndCompression) {
