@@ -17,6 +17,7 @@
 #include <map>
 #include <mutex>
 #include <set>
+#include <functional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -34,7 +35,9 @@ struct FakeDeviceConfig {
   int slot_count = 2;
   std::set<std::string> logical;
   bool locked = false;
-  std::chrono::microseconds delay_per_send{0};
+  // Called before each SendData with the data bytes taken so far (a test
+  // holds a device here to make it slow).
+  std::function<void(uint64_t)> before_data;
   uint64_t vanish_after = UINT64_MAX;  // data bytes
   bool partition_size = true;  // answers getvar partition-size:P (false: "unknown variable", as for any other)
 };
@@ -64,7 +67,7 @@ class FakeFastbootDevice : public host::Transport {
 
   Status SendData(std::span<const std::span<const uint8_t>> pieces) override {
     if (gone_) return Cancelled("connection reset");
-    if (config_.delay_per_send.count() > 0) std::this_thread::sleep_for(config_.delay_per_send);
+    if (config_.before_data) config_.before_data(data_bytes);
     for (auto p : pieces) {
       if (data_bytes + p.size() > config_.vanish_after) {
         gone_ = true;

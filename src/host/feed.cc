@@ -168,7 +168,7 @@ Status Feed::WaitForRoom(std::unique_lock<std::mutex>& lock, bool payload) {
   auto since = Clock::now();
   for (;;) {
     if (Stopped()) return Cancelled("no device reads the image any more");
-    bool room = payload ? (!free_.empty() || pool_.size() < pool_size_) : records_.size() < options_.max_records;
+    bool room = payload ? (!free_.empty() || pool_.size() < pool_size_ + lent_.size()) : records_.size() < options_.max_records;
     if (room) return Status::Ok();
     cv_.wait_for(lock, kLagPoll);
     auto now = Clock::now();
@@ -209,11 +209,25 @@ void Feed::GiveBack() {
   while (!live_.empty()) {
     uint64_t k = first_live_, end = (k + 1) * b;
     if (end > filled_) break;  // still being filled
+    const auto pin = static_cast<int64_t>(k);
     bool needed = std::any_of(members_.begin(), members_.end(), [&](const Member& m) {
-      return m.pinned == static_cast<int64_t>(k) || (m.holding && m.payload_pos < end);
+      return (m.pinned == pin && !m.detached) || (m.holding && m.payload_pos < end);
     });
     if (needed) break;
-    free_.push_back(live_.front());
+    // Read now only by detached members (stuck in a send, say): lent to
+    // them until their next call, the window moves on.
+    int readers = 0;
+    for (Member& m : members_) {
+      if (m.pinned == pin) {
+        m.lent = live_.front();
+        ++readers;
+      }
+    }
+    if (readers > 0) {
+      lent_.emplace_back(live_.front(), readers);
+    } else {
+      free_.push_back(live_.front());
+    }
     live_.pop_front();
     ++first_live_;
   }
@@ -230,6 +244,12 @@ void Feed::GiveBack() {
 void Feed::Unpin(Member& me) {
   me.pinned = -1;
   me.payload_pos = std::max(me.payload_pos, me.consumed);
+  if (me.lent == nullptr) return;
+  auto it = std::find_if(lent_.begin(), lent_.end(), [&](const auto& l) { return l.first == me.lent; });
+  me.lent = nullptr;
+  if (it == lent_.end() || --it->second > 0) return;
+  free_.push_back(it->first);
+  lent_.erase(it);
 }
 
 Result<ImageShape> Feed::Shape(size_t m) {
@@ -317,7 +337,7 @@ void Feed::Leave(size_t m) {
   std::lock_guard lock(mu_);
   Member& me = members_[m];
   me.holding = false;
-  me.pinned = -1;
+  Unpin(me);
   GiveBack();
   cv_.notify_all();
 }

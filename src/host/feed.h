@@ -18,7 +18,10 @@
 // rest on its own (a private Feed of one member that keeps nothing before
 // where the member was), so a slow device neither stalls the others nor
 // fails; an image that cannot be read again (stdin, a pipe) cannot be
-// reopened, and such a device fails with an error that says why. Members
+// reopened, and such a device fails with an error that says why. A device
+// stuck inside a send keeps the span it holds: the buffer leaves the window
+// with it (lent until that member's next call) and the pool grows by one,
+// so the others go on. Members
 // are registered when the feed starts, one per device expected; a device
 // that will not come leaves at once, one that comes late is a member that
 // fell behind.
@@ -106,6 +109,7 @@ class Feed {
     uint64_t record_pos = 0, payload_pos = 0;
     int64_t pinned = -1;        // buffer index of the last span handed out
     uint64_t consumed = 0;      // the end of that span
+    uint8_t* lent = nullptr;    // that buffer, left the window while pinned (detached)
   };
   Feed(const ImageSpec& spec, std::shared_ptr<const ImagePlan> plan, const FeedOptions& options, size_t members,
        uint64_t start_record, uint64_t start_payload);
@@ -119,6 +123,7 @@ class Feed {
   using Clock = std::chrono::steady_clock;
   Status WaitForRoom(std::unique_lock<std::mutex>& lock, bool payload);
   void CheckLag(bool payload, Clock::duration blocked);
+  // Under mu_: the member's span is given back (and a lent buffer with it).
   void Unpin(Member& me);
   // Room for up to `max` payload bytes at filled_ (producer).
   Result<std::span<uint8_t>> Space(size_t max);
@@ -136,6 +141,10 @@ class Feed {
   std::vector<AlignedBuffer> pool_;
   std::vector<uint8_t*> free_;
   std::deque<uint8_t*> live_;  // buffers first_live_, first_live_ + 1, ...
+  // Buffers that left the window while a detached member still read them
+  // (a device stuck in a send): each with its readers; the pool may grow by
+  // as many, so the window goes on without them.
+  std::vector<std::pair<uint8_t*, int>> lent_;
   uint64_t first_live_ = 0;
   uint64_t filled_ = 0;        // payload bytes read
   std::deque<Record> records_;  // unplanned images: records first_record_, ...

@@ -165,6 +165,38 @@ TEST_F(FeedTest, ASlowReaderIsDetachedAndFinishesOnItsOwn) {
   EXPECT_LT(fast_done, slow_done - 1s) << "the fast reader waited for the slow one";
 }
 
+// A device stuck inside a send (a USB device that stopped taking data, up
+// to the idle limit) holds the span it was given: the window goes on
+// without it (the buffer is lent, the pool grows by one), the others finish
+// while it is still stuck, and the bytes it holds stay the image's.
+TEST_F(FeedTest, AReaderStuckInASendDoesNotStopTheOthers) {
+  auto img = Image(16 << 20, 7);
+  Write("s.img", img);
+  ImageSpec spec{dir_ / "s.img"};
+  auto plan = PlanImage(spec);
+  FeedOptions o{.window_bytes = 1 << 20, .buffer_bytes = 256 << 10, .lag_limit = 200ms};
+  auto feed = Feed::Start(spec, *plan, o, 2);
+  auto held = feed->PayloadAt(1, 0, 64 << 10);  // member 1 takes a span, then is stuck
+  ASSERT_TRUE(held.ok()) << held.status().ToString();
+  Reader fast;
+  std::thread tf([&] {
+    Cursor c(feed, 0);
+    fast = ReadAll(c, 1 << 20);
+  });
+  tf.join();  // with the stuck member holding the window, this never ends
+  EXPECT_TRUE(fast.status.ok()) << fast.status.ToString();
+  EXPECT_EQ(fast.disk, img);
+  EXPECT_TRUE(feed->detached(1));
+  ASSERT_EQ(held->size(), 64u << 10);
+  std::vector<uint8_t> payload;  // the image's data blocks in order (every fifth block is zeros, not sent)
+  for (size_t at = 0; payload.size() < held->size(); at += 4096) {
+    if ((at / 4096) % 5 != 2) payload.insert(payload.end(), img.begin() + at, img.begin() + at + 4096);
+  }
+  EXPECT_TRUE(std::equal(held->begin(), held->end(), payload.begin())) << "a lent buffer was reused";
+  EXPECT_FALSE(feed->PayloadAt(1, 64 << 10, 4096).ok());  // detached: its cursor reads alone from here
+  EXPECT_LE(feed->buffers_made(), 5u);  // the window's four and the one lent
+}
+
 TEST_F(FeedTest, AReaderThatLeavesFreesTheWindow) {
   auto img = Image(16 << 20, 3);
   Write("c.img", img);

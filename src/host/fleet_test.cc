@@ -7,6 +7,8 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <condition_variable>
+#include <mutex>
 #include <functional>
 #include <random>
 
@@ -58,7 +60,7 @@ class FleetTest : public ::testing::Test {
     return d;
   }
   std::vector<DeviceResult> Run(FleetOptions o, std::vector<std::string>* events = nullptr,
-                                std::function<void(size_t)> on_line = {}) {
+                                std::function<void(size_t, const std::string&)> on_line = {}) {
     std::vector<std::string> names;
     for (auto& d : devices_) names.push_back(d->name());
     std::mutex mu;
@@ -76,7 +78,7 @@ class FleetTest : public ::testing::Test {
             o, [&](size_t i, const std::string& line, bool) {
               std::lock_guard lock(mu);
               if (events) events->push_back(names[i] + ": " + line);
-              if (on_line) on_line(i);
+              if (on_line) on_line(i, line);
             });
     EXPECT_TRUE(f.Prepare().ok());
     return f.Run();
@@ -133,19 +135,33 @@ TEST_F(FleetTest, EveryDeviceGetsEveryImageForItsOwnLimit) {
 
 TEST_F(FleetTest, ASlowDeviceDoesNotHoldUpTheOthersAndAFailingOneFailsAlone) {
   auto* fast = Add({.serial = "fast"});
-  auto* slow = Add({.serial = "slow", .delay_per_send = 15ms});
+  // The slow device stops taking data 2 MiB in until the fast one has
+  // flashed system (at most 60 s): if the fast one waited for the slow one,
+  // it would finish only after that wait, with the slow one far past 2 MiB.
+  // An order, not a time, so a loaded machine cannot make it fail.
+  std::mutex mu;
+  std::condition_variable cv;
+  bool fast_done = false;
+  auto* slow = Add({.serial = "slow", .before_data = [&](uint64_t taken) {
+                      if (taken < (2u << 20)) return;
+                      std::unique_lock lock(mu);
+                      cv.wait_for(lock, 60s, [&] { return fast_done; });
+                    }});
   auto* vanishing = Add({.serial = "vanishing", .vanish_after = 2 << 20});
   FleetOptions o;
   o.feed.window_bytes = 1 << 20;
   o.feed.buffer_bytes = 128 << 10;
   o.feed.lag_limit = 200ms;
   o.feed.private_window_bytes = 512 << 10;
-  // What the slow device had received when the fast one last spoke: an order,
-  // not a time, so a loaded machine cannot make it fail.
+  // What the slow device had received when the fast one had flashed system.
   std::atomic<uint64_t> slow_bytes_when_fast_spoke{0};
   auto t0 = std::chrono::steady_clock::now();
-  auto results = Run(o, nullptr, [&](size_t i) {
-    if (i == 0) slow_bytes_when_fast_spoke = slow->data_bytes.load();
+  auto results = Run(o, nullptr, [&](size_t i, const std::string& line) {
+    if (i != 0 || !line.starts_with("system done")) return;
+    slow_bytes_when_fast_spoke = slow->data_bytes.load();
+    std::lock_guard lock(mu);
+    fast_done = true;
+    cv.notify_all();
   });
   EXPECT_EQ(results[0].result, "ok") << results[0].error;
   EXPECT_EQ(results[1].result, "ok") << results[1].error;
