@@ -170,7 +170,8 @@ Status DeviceSession::FlashImage(const std::string& partition, Cursor& cursor, F
   }
   PartLimits limits{.max_bytes = std::min(mds, cursor.max_part_bytes()),
                     .max_chunks = cursor.max_part_chunks(),
-                    .max_bytes_from = mds <= cursor.max_part_bytes() ? limit_name_ : "the host's window"};
+                    .max_bytes_from = mds <= cursor.max_part_bytes() ? limit_name_ : "the host's window",
+                    .raw_when_fits = raw_when_fits_};
   std::vector<Part> planned;
   if (cursor.planned()) {
     FP_ASSIGN_OR_RETURN(planned, PlanAll(cursor, shape, limits));

@@ -92,6 +92,10 @@ class DeviceSession {
   // `flash` checks every partition before sending to it; the `fastboot`
   // verb does not (the AOSP client does not).
   void set_check_partitions(bool on) { check_partitions_ = on; }
+  // A raw image that fits one download is sent as it is, zero blocks and
+  // all, as the AOSP client sends it (the `fastboot` verb); off, it is sent
+  // as a sparse part without its zero blocks (`flash`).
+  void set_raw_when_fits(bool on) { raw_when_fits_ = on; }
 
   // Sends the image `cursor` reads to `partition` and flashes it. An image
   // larger than the partition-size the device reports is refused: one of a
@@ -112,6 +116,7 @@ class DeviceSession {
   std::optional<std::string> current_slot_;
   std::optional<int> slot_count_;
   bool check_partitions_ = false;
+  bool raw_when_fits_ = false;
   std::optional<std::string> unknown_var_answer_;  // the FAIL for a variable no device has
 };
 

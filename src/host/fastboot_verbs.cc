@@ -181,6 +181,7 @@ class Run {
       auto t = ConnectDevice(address, options, usb_);
       if (t.ok()) {
         s_ = std::make_unique<DeviceSession>(std::move(*t), [this](std::string_view line) { out_.Info(line); });
+        s_->set_raw_when_fits(true);  // as the AOSP client: a raw image that fits goes as it is
         if (a_.sparse_limit > 0) s_->set_max_download_override(a_.sparse_limit);
         return Status::Ok();
       }

@@ -102,7 +102,8 @@ Result<std::optional<Part>> PlanPart(RecordSource& records, const ImageShape& sh
     return InvalidArgument(fmt::format("an image of {} blocks of {} bytes does not fit a sparse header", shape.blocks,
                                        shape.blk_sz));
   }
-  if (first && shape.odd_raw() && shape.bytes <= limits.max_bytes) return PlanRawPart(records, shape);
+  const bool whole_raw = shape.odd_raw() || (limits.raw_when_fits && !shape.sparse_input && !shape.bmap && shape.bytes > 0);
+  if (first && whole_raw && shape.bytes <= limits.max_bytes) return PlanRawPart(records, shape);
   PartBuilder b(shape, limits, from);
   Position at = from;
   for (;;) {

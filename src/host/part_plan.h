@@ -13,7 +13,9 @@
 // not fit is split), at most max_chunks chunks each.
 //
 // A raw image whose size is not a multiple of the block size and that fits
-// one download is one raw part of exactly its bytes (ImageShape::odd_raw).
+// one download is one raw part of exactly its bytes (ImageShape::odd_raw);
+// with PartLimits::raw_when_fits so is any raw image of a known size that
+// fits, zero blocks and all, as the AOSP client sends it.
 #pragma once
 
 #include <compare>
@@ -54,6 +56,7 @@ struct PartLimits {
   uint64_t max_bytes = 0;  // the device's max-download-size
   uint32_t max_chunks = 1 << 16;
   const char* max_bytes_from = "max-download-size";  // what errors blame: "-S" when the user set it
+  bool raw_when_fits = false;  // a raw image that fits one download goes as it is (not made sparse)
 };
 
 // The part that starts at `from` (the last part's end; {} for the first);

@@ -103,6 +103,32 @@ TEST(PartPlanTest, RawImagesOfAnySizeForManyLimits) {
   }
 }
 
+// The `fastboot` verb, as the AOSP client: a raw image that fits one
+// download goes as it is, zero and fill blocks spelled out; one that does
+// not fit is cut into sparse parts as before.
+TEST(PartPlanTest, RawWhenFitsSendsTheImageAsItIs) {
+  testing::TempDir dir;
+  auto bytes = MixedImage(size_t{64} * 4096, 3);  // zero and fill runs
+  testing::WriteFile(dir / "raw.img", bytes);
+  MemoryImage img = Pass({dir / "raw.img"});
+  PartLimits fits{.max_bytes = 1 << 20, .raw_when_fits = true};
+  auto part = PlanPart(img, img.shape(), {}, true, fits);
+  ASSERT_TRUE(part.ok() && *part) << part.status().ToString();
+  EXPECT_TRUE((*part)->raw);
+  EXPECT_EQ((*part)->bytes, bytes.size());
+  testing::BytesOut out;
+  ASSERT_TRUE(WritePart(**part, img.shape(), img, img, out).ok());
+  EXPECT_EQ(out.bytes, bytes);
+  // Without it, or when it does not fit: sparse, zero blocks not sent.
+  auto sparse = PlanPart(img, img.shape(), {}, true, {.max_bytes = 1 << 20});
+  ASSERT_TRUE(sparse.ok() && *sparse);
+  EXPECT_FALSE((*sparse)->raw);
+  EXPECT_LT((*sparse)->bytes, bytes.size());
+  auto cut = PlanPart(img, img.shape(), {}, true, {.max_bytes = 64 << 10, .raw_when_fits = true});
+  ASSERT_TRUE(cut.ok() && *cut);
+  EXPECT_FALSE((*cut)->raw);
+}
+
 TEST(PartPlanTest, PartsAreFilledToTheLimit) {
   testing::TempDir dir;
   std::vector<uint8_t> bytes(16 << 20);

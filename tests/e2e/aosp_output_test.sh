@@ -27,6 +27,7 @@ head -c 5M /dev/urandom >raw5.img
 head -c 50M /dev/urandom >raw50.img
 (head -c 20M /dev/urandom; head -c 40M /dev/zero) >z60.img
 (head -c 3M /dev/urandom; head -c 1000 /dev/urandom) >odd.img
+(head -c 2M /dev/urandom; head -c 6M /dev/zero; head -c 1M /dev/urandom) >z9.img  # fits: sent as it is, zeros too
 img2simg raw5.img s5.simg
 img2simg raw50.img s50.simg
 
@@ -64,6 +65,7 @@ flash system raw5.img
 flash system raw50.img
 flash system z60.img
 flash system odd.img
+flash system z9.img
 flash system s5.simg
 flash system s50.simg
 -S 10M flash system raw5.img
