@@ -196,7 +196,8 @@ sent=$(field "$work/bmap.json" "tcp:127.0.0.1:${port[a]}" 'd["bytes"]')
 pass "raw + bmap ($mode): mapped ranges written, unmapped ones keep their bytes ($sent bytes sent)"
 done
 
-# --verify: the daemons' oem digest of every range the image defines.
+# --verify: the daemons' oem digest of every range the image defines (serve
+# has it, and fetch: too: the digest is used, nothing read back).
 # shellcheck disable=SC2046
 new_parts c; start c tcp $(parts_of c) --max-download-size 1M --write-model discard  # says OKAY, writes nothing
 cp "$work/a.userdata.before" "$work/a.userdata"; cp "$work/b.userdata.before" "$work/b.userdata"
@@ -206,8 +207,8 @@ timeout 120 "$FLASHPIPE" flash -s tcp:127.0.0.1:${port[a]} -s udp:127.0.0.1:${po
   >"$work/in.out" 2>&1 || rc=$?
 [ $rc = 1 ] || die "flash --verify with a discarding daemon: exit $rc: $(cat "$work/in.out")"
 for d in tcp:127.0.0.1:${port[a]} udp:127.0.0.1:${port[b]}; do
-  [ "$(field "$work/verify.json" "$d" '[(s["result"], s["verify"]) for s in d["steps"]]')" = \
-    "[('ok', 'ok'), ('ok', 'ok')]" ] || die "verify on $d: $(field "$work/verify.json" "$d" 'd')"
+  [ "$(field "$work/verify.json" "$d" '[(s["result"], s["verify"], s["verify_method"]) for s in d["steps"]]')" = \
+    "[('ok', 'ok', 'digest'), ('ok', 'ok', 'digest')]" ] || die "verify on $d: $(field "$work/verify.json" "$d" 'd')"
 done
 d=tcp:127.0.0.1:${port[c]}
 [ "$(field "$work/verify.json" "$d" 'd["result"], d["steps"][0]["verify"], d["error_class"]')" = \
@@ -215,7 +216,7 @@ d=tcp:127.0.0.1:${port[c]}
 grep -q "the device has sha256" <<<"$(field "$work/verify.json" "$d" 'd["error"]')" || die "mismatch reason"
 python3 -c 'import json,sys,jsonschema; jsonschema.validate(json.load(open(sys.argv[1])), json.load(open(sys.argv[2])))' \
   "$work/verify.json" "$SRC/docs/schema/flash-report.schema.json" || die "verify report not valid against its schema"
-pass "--verify: ok on tcp and udp (sparse and zstd raw), 'mismatch' on a daemon that answers OKAY and writes nothing"
+pass "--verify: ok by oem digest on tcp and udp (sparse and zstd raw), 'mismatch' on a daemon that answers OKAY and writes nothing"
 stop a; stop b; stop c
 
 # --- flashpipe fastboot against the AOSP client ------------------------------
