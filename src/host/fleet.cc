@@ -384,6 +384,11 @@ Status Fleet::Attempt(size_t d, int attempt, size_t* next) {
 // device holds other bytes or its answer broke off.
 Status Fleet::Verify(size_t d, DeviceSession& s, const std::vector<DigestRange>& ranges, StepResult* sr) {
   Event(d, fmt::format("{} verifying ({} ranges)", sr->target, ranges.size()));
+  {
+    std::lock_guard lock(mu_);
+    live_[d]->progress.phase = "verifying";
+    live_[d]->progress.part = live_[d]->progress.parts = 0;
+  }
   VerifyResult how;
   Status st = VerifyOnDevice(s.client(), sr->target, ranges, &how);
   sr->verify_method = how.method;

@@ -119,7 +119,7 @@ struct DeviceResult {
 
 // What a device is doing, for a progress line.
 struct DeviceProgress {
-  std::string phase;       // "connecting", "sending", "writing", "done", "failed", "waiting"
+  std::string phase;       // "connecting", "sending", "writing", "verifying", "done", "failed", "waiting"
   std::string partition;
   size_t step = 0, steps = 0;
   size_t part = 0, parts = 0;
