@@ -10,8 +10,8 @@
 // sha256 INFO halves) and `fetch:PART:OFFSET:SIZE` (DATA, the bytes through
 // ReceiveData, OKAY; getvar max-fetch-size when max_fetch is set, and a
 // fetch above it FAILs), and it can misbehave: flip one byte of a partition
-// after every flash (corrupt_at), or announce a fetch's DATA with a size
-// off by fetch_skew. It can be slow (a delay per data send) or vanish after
+// after every flash (corrupt_at), announce a fetch's DATA with a size off
+// by fetch_skew, or end a fetch's bytes with FAIL (fetch_fail). It can be slow (a delay per data send) or vanish after
 // some data bytes (every call then fails as a closed connection would).
 // Every command is logged. One thread at a time; inspect after the run.
 // Header-only.
@@ -19,6 +19,7 @@
 
 #include <atomic>
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cstring>
 #include <deque>
@@ -50,6 +51,7 @@ struct FakeDeviceConfig {
   bool fetch = false;          // answers fetch:
   uint64_t max_fetch = 0;      // getvar max-fetch-size (0: "unknown variable"); a larger fetch FAILs
   int64_t fetch_skew = 0;      // fetch: announces DATA of the size asked + this
+  std::string fetch_fail;      // fetch: after the bytes, FAIL with this (a medium that failed mid-read)
   uint64_t corrupt_at = UINT64_MAX;  // after each flash, this byte of the partition is flipped
 };
 
@@ -106,7 +108,7 @@ class FakeFastbootDevice : public host::Transport {
     std::memcpy(buf.data(), upload_.data() + upload_pos_, buf.size());
     upload_pos_ += buf.size();
     fetched_bytes += buf.size();
-    if (upload_pos_ == upload_.size()) Say(wire::Okay());
+    if (upload_pos_ == upload_.size()) Say(config_.fetch_fail.empty() ? wire::Okay() : wire::Fail(config_.fetch_fail));
     return Status::Ok();
   }
 
@@ -211,14 +213,25 @@ class FakeFastbootDevice : public host::Transport {
     Say(wire::Fail("unknown command"));
   }
 
+  static bool Number(std::string_view text, uint64_t* n) {
+    int base = 10;
+    if (text.starts_with("0x")) {
+      text.remove_prefix(2);
+      base = 16;
+    }
+    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), *n, base);
+    return !text.empty() && ec == std::errc() && end == text.data() + text.size();
+  }
+
   // PART:OFFSET:SIZE (numbers decimal or 0x hex) inside a partition.
   bool Range(const std::string& arg, std::vector<uint8_t>** part, uint64_t* offset, uint64_t* size) {
     size_t a = arg.find(':'), b = arg.rfind(':');
     if (a == std::string::npos || a == b) return Say(wire::Fail("want PART:OFFSET:SIZE")), false;
     auto it = partitions.find(arg.substr(0, a));
     if (it == partitions.end()) return Say(wire::Fail("no such partition")), false;
-    *offset = std::stoull(arg.substr(a + 1, b - a - 1), nullptr, 0);
-    *size = std::stoull(arg.substr(b + 1), nullptr, 0);
+    if (!Number(arg.substr(a + 1, b - a - 1), offset) || !Number(arg.substr(b + 1), size)) {
+      return Say(wire::Fail("bad offset or size")), false;
+    }
     if (*offset > it->second.size() || *size > it->second.size() - *offset) {
       return Say(wire::Fail("range past the partition's end")), false;
     }

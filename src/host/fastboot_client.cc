@@ -126,7 +126,13 @@ Status FastbootClient::Fetch(std::string_view partition, uint64_t offset, uint32
     left -= static_cast<uint32_t>(piece.size());
     if (Status st = sink(piece); !st.ok()) return Failed(st, Failure::kOther);
   }
-  return Answer(false, nullptr).status().WithContext(command);
+  Status st = Answer(false, nullptr).status();
+  if (!st.ok() && refused()) {
+    // A FAIL after the bytes: the device could not read them all (serve
+    // sends zeros for the rest). Not a refusal of the command.
+    return Status(Code::kIoError, fmt::format("{}: the device failed after the data phase: {}", command, st.message()));
+  }
+  return st.WithContext(command);
 }
 
 Result<uint64_t> ParseDeviceSize(std::string_view name, std::string_view value) {

@@ -45,9 +45,11 @@ class FastbootClient {
   Status Download(uint32_t size, const std::function<Status(DataOut&)>& write);
 
   // fetch:PARTITION:0xOFFSET:0xSIZE (size > 0), each piece to `sink` in
-  // order. A sink's error stops the read (kOther; the session is then out of
-  // step). Unsupported (kOther) without a command sent when the transport
-  // reads no data phases.
+  // order. The device's FAIL to the command is kUnsupported (refused); a
+  // FAIL after the data phase (it could not read every byte) is kIoError,
+  // still refused(). A sink's error stops the read (kOther; the session is
+  // then out of step). Unsupported (kOther) without a command sent when the
+  // transport reads no data phases.
   Status Fetch(std::string_view partition, uint64_t offset, uint32_t size,
                const std::function<Status(std::span<const uint8_t>)>& sink);
   // Whether the transport reads data phases from the device (Fetch).

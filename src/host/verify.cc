@@ -150,7 +150,7 @@ Status ByReadback(FastbootClient& client, const std::string& partition, const st
         hash.Update(piece);
         return Status::Ok();
       });
-      if (!st.ok() && first && client.refused()) {
+      if (!st.ok() && first && client.refused() && st.code() == Code::kUnsupported) {  // FAIL to the command
         *fell_back = true;
         *why = "fetch: " + st.message();
         return Status::Ok();

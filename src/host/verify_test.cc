@@ -178,6 +178,20 @@ TEST_F(OnDeviceTest, ADataSizeOtherThanAskedIsAProtocolError) {
   }
 }
 
+// The device sent the bytes (zeros for what it could not read), then FAIL:
+// a failed verify, not a device without read-back, and not a mismatch.
+TEST_F(OnDeviceTest, AFailAfterTheDataIsAFailedReadNotAMissingCommand) {
+  auto& c = Device({.fetch = true, .fetch_fail = "read error at block 3"});
+  VerifyResult how;
+  Status st = VerifyOnDevice(c, "system", ranges_, &how);
+  EXPECT_EQ(st.code(), Code::kIoError) << st.ToString();
+  EXPECT_EQ(how.method, "readback");
+  EXPECT_EQ(how.unavailable, "");
+  EXPECT_EQ(st.message(),
+            "verify: reading back system bytes 0..20480: fetch:system:0x00000000:0x00005000: the device failed after "
+            "the data phase: remote: 'read error at block 3'");
+}
+
 TEST_F(OnDeviceTest, NeitherCommandLeavesItNotVerifiedAndSaysWhatTheDeviceAnswered) {
   auto& c = Device({});
   VerifyResult how;
