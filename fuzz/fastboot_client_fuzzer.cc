@@ -2,11 +2,16 @@
 // answers (issue 19): the input, split at '\n', is what a hostile device
 // answers, one response per line (a missing one is a timeout), to the
 // questions `flash` asks (max-download-size, slot-count, has-slot,
-// current-slot, is-logical, partition-size), a download of 4096 bytes, and
-// an oem digest with its INFO lines.
+// current-slot, is-logical, partition-size), a download of 4096 bytes, an
+// oem digest with its INFO lines, and a --verify of two ranges (oem digest,
+// else max-fetch-size and fetch: read-back; the data phase's bytes are
+// zeros).
 // Checks: no crash, no unbounded memory, and the promises: a download that
 // succeeds sent exactly its size; the names a partition stands for are the
-// name itself or NAME_<suffix>; an oem digest is empty or 64 characters.
+// name itself or NAME_<suffix>; an oem digest is empty or 64 characters; a
+// verify that succeeds either used a method or says why it could not; a
+// read-back never reads more than the ranges hold.
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <deque>
@@ -42,8 +47,13 @@ class FuzzTransport : public Transport {
     for (auto p : pieces) sent_ += p.size();
     return Status::Ok();
   }
+  Status ReceiveData(std::span<uint8_t> buf) override {
+    std::fill(buf.begin(), buf.end(), 0);
+    received_ += buf.size();
+    return Status::Ok();
+  }
   std::string name() const override { return "fuzz"; }
-  uint64_t sent_ = 0;
+  uint64_t sent_ = 0, received_ = 0;
 
  private:
   std::deque<std::string> answers_;
@@ -96,5 +106,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     std::string d = DigestFromInfo(info);
     Check(d.empty() || d.size() == 64);
   }
+  // Two ranges of zeros (their digests), as the image would define them.
+  const std::string zeros8k = "9f1dcbc35c350d6027f98be0f5c8b43b42ca52b7604459c0c42be3aa88913d47";
+  std::vector<DigestRange> ranges{{0, 8192, zeros8k}, {1 << 20, 8192, zeros8k}};
+  VerifyResult how;
+  st = VerifyOnDevice(s.client(), "system", ranges, &how);
+  if (st.ok()) Check(!how.method.empty() != !how.unavailable.empty());
+  Check(t->received_ <= 2 * 8192);
   return 0;
 }

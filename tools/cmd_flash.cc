@@ -56,10 +56,12 @@ void AddFlags(CLI::App& app, Flags& f) {
                "not from the file by sendfile");
   app.add_flag("--reboot", f.reboot, "reboot each device once it is flashed");
   app.add_flag("--verify{auto}", f.verify,
-               "after each partition, compare the SHA-256 of every range the image defines with the device's "
-               "(oem digest, flashpipe serve); the images are read once more first (not stdin). A device without "
-               "the command: the partition is reported written, not verified, and the flash goes on; "
-               "--verify=required: then the device fails, once all its partitions are flashed")
+               "after each partition, compare the SHA-256 of every range the image defines with what the device "
+               "has: its digest (oem digest, flashpipe serve), else the range read back (fetch:, as fastbootd; in "
+               "pieces of its max-fetch-size, hashed here); the images are read once more first (not stdin). A "
+               "device with neither (U-Boot): the partition is reported written, not verified, and the flash goes "
+               "on; --verify=required: then the device fails, once all its partitions are flashed. The report's "
+               "verify_method says which was used")
       ->check(CLI::IsMember({"auto", "required"}));
   app.add_option("--wait", f.wait,
                  "seconds to wait for a device that is not there yet (no such USB device, a refused connection, "
@@ -148,7 +150,13 @@ void Summary(const std::vector<host::DeviceResult>& results) {
   for (const auto& r : results) {
     std::string written;
     for (const auto& s : r.steps) {
-      if (s.written) written += " " + s.target + (s.verify_note.empty() ? "" : " (not verified)");
+      if (!s.written) continue;
+      written += " " + s.target;
+      if (!s.verify_note.empty()) {
+        written += " (not verified)";
+      } else if (s.verify == "ok" && !s.verify_method.empty()) {
+        written += s.verify_method == "digest" ? " (verified by digest)" : " (verified by read-back)";
+      }
     }
     std::fprintf(stderr, "%s: %s%s, %s in %.2f s%s%s\n", TerminalText(r.device).c_str(), r.result.c_str(),
                  written.empty() ? "" : TerminalText(" (" + written.substr(1) + ")").c_str(),

@@ -177,7 +177,7 @@ class FlashpipeDriver(Driver):
 
     flash_images: partition -> key of the environment's images (as
     AndroidFastbootDriver's). verify: compare every written range by digest
-    (flash --verify). slot: a, b or other. timeout: seconds the device may
+    or read-back (flash --verify). slot: a, b or other. timeout: seconds the device may
     stay silent mid-command (flash --timeout). retries: reconnect a device
     that went away, up to N times (flash --retry). protocol: tcp or udp, for
     a NetworkService. run_timeout: seconds the whole command may take.

@@ -104,6 +104,37 @@ Status FastbootClient::Download(uint32_t size, const std::function<Status(DataOu
   return Answer(false, nullptr).status();
 }
 
+Status FastbootClient::Fetch(std::string_view partition, uint64_t offset, uint32_t size,
+                             const std::function<Status(std::span<const uint8_t>)>& sink) {
+  if (size == 0) return Failed(InvalidArgument("fetch of 0 bytes"), Failure::kOther);
+  if (Status st = transport_->ReceiveData({}); !st.ok()) return Failed(st, Failure::kOther);
+  std::string command = fmt::format("fetch:{}:0x{:08x}:0x{:08x}", partition, offset, size);
+  if (Status st = transport_->Send(command); !st.ok()) return Failed(st);
+  uint32_t announced = 0;
+  FP_RETURN_IF_ERROR(Answer(true, &announced).status());  // a FAIL as the device said it
+  if (announced != size) {
+    return Failed(ProtocolError(fmt::format("{}: asked for {} bytes, the device announced DATA{:08x} ({} bytes)",
+                                            command, size, announced, announced)));
+  }
+  std::vector<uint8_t> buf(std::min<size_t>(size, 1 << 20));
+  for (uint32_t left = size; left > 0;) {
+    auto piece = std::span(buf).first(std::min<size_t>(left, buf.size()));
+    if (Status st = transport_->ReceiveData(piece); !st.ok()) {
+      return Failed(st.WithContext(fmt::format("{}: after {} of {} bytes", command, size - left, size)));
+    }
+    fetched_bytes_.fetch_add(piece.size(), std::memory_order_relaxed);
+    left -= static_cast<uint32_t>(piece.size());
+    if (Status st = sink(piece); !st.ok()) return Failed(st, Failure::kOther);
+  }
+  Status st = Answer(false, nullptr).status();
+  if (!st.ok() && refused()) {
+    // A FAIL after the bytes: the device could not read them all (serve
+    // sends zeros for the rest). Not a refusal of the command.
+    return Status(Code::kIoError, fmt::format("{}: the device failed after the data phase: {}", command, st.message()));
+  }
+  return st.WithContext(command);
+}
+
 Result<uint64_t> ParseDeviceSize(std::string_view name, std::string_view value) {
   std::string_view v = value;
   while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);

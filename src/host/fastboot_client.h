@@ -8,12 +8,19 @@
 // device's FAIL is kUnsupported with "remote: '...'" (kRefused); a silent or
 // vanished device, or a response that makes no sense, is the transport's
 // error (kGone); an error of the data phase's writer (the image) is kOther.
+//
+// Fetch reads a partition's bytes back (fastbootd's `fetch:`): the device
+// must announce exactly the bytes asked for (DATA%08x of another size is
+// kProtocol, and the session is out of step: nothing more can be sent on
+// it), then they go to a sink in pieces as they come (at most 1 MiB is held,
+// whatever the range's size), then the final OKAY.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -37,6 +44,19 @@ class FastbootClient {
   // `size` bytes to the DataOut it is given), the final answer.
   Status Download(uint32_t size, const std::function<Status(DataOut&)>& write);
 
+  // fetch:PARTITION:0xOFFSET:0xSIZE (size > 0), each piece to `sink` in
+  // order. The device's FAIL to the command is kUnsupported (refused); a
+  // FAIL after the data phase (it could not read every byte) is kIoError,
+  // still refused(). A sink's error stops the read (kOther; the session is
+  // then out of step). Unsupported (kOther) without a command sent when the
+  // transport reads no data phases.
+  Status Fetch(std::string_view partition, uint64_t offset, uint32_t size,
+               const std::function<Status(std::span<const uint8_t>)>& sink);
+  // Whether the transport reads data phases from the device (Fetch).
+  bool can_fetch() { return transport_->ReceiveData({}).ok(); }
+  // Bytes of data phases received so far.
+  uint64_t fetched_bytes() const { return fetched_bytes_.load(std::memory_order_relaxed); }
+
   enum class Failure { kNone, kRefused, kGone, kOther };
   // Where the last error came from (kNone after a success).
   Failure last_failure() const { return failure_; }
@@ -56,6 +76,7 @@ class FastbootClient {
   InfoFn info_;
   Failure failure_ = Failure::kNone;
   std::atomic<uint64_t> data_bytes_{0};
+  std::atomic<uint64_t> fetched_bytes_{0};
 };
 
 // A size variable (max-download-size, partition-size:NAME) as devices

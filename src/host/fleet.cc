@@ -384,16 +384,24 @@ Status Fleet::Attempt(size_t d, int attempt, size_t* next) {
 // device holds other bytes or its answer broke off.
 Status Fleet::Verify(size_t d, DeviceSession& s, const std::vector<DigestRange>& ranges, StepResult* sr) {
   Event(d, fmt::format("{} verifying ({} ranges)", sr->target, ranges.size()));
-  bool unavailable = false;
-  Status st = VerifyOnDevice(s.client(), sr->target, ranges, &unavailable);
-  if (st.ok()) {
-    sr->verify = "ok";
-  } else if (unavailable) {
+  {
+    std::lock_guard lock(mu_);
+    live_[d]->progress.phase = "verifying";
+    live_[d]->progress.part = live_[d]->progress.parts = 0;
+  }
+  VerifyResult how;
+  Status st = VerifyOnDevice(s.client(), sr->target, ranges, &how);
+  sr->verify_method = how.method;
+  if (st.ok() && !how.unavailable.empty()) {
     sr->verify = "not_run";
     sr->verify_note = fmt::format("written, not verified (device has no digest or read-back command: {})",
-                                  st.message());
+                                  how.unavailable);
     Event(d, fmt::format("{} {}", sr->target, sr->verify_note));
     return Status::Ok();
+  }
+  if (st.ok()) {
+    sr->verify = "ok";
+    if (!how.method.empty()) Event(d, fmt::format("{} verified ({})", sr->target, how.method));
   } else {
     sr->verify = st.code() == Code::kMismatch ? "mismatch" : "failed";
   }
@@ -419,10 +427,10 @@ std::string StepJson(const StepResult& s) {
   return fmt::format(
       "{{\"partition\": {}, \"target\": {}, \"image\": {}, \"result\": {}, \"error\": {}, \"error_class\": {}, "
       "\"parts\": {}, \"parts_planned\": {}, \"bytes\": {}, \"seconds\": {:.3f}, \"changed\": {}, \"attempt\": {}, "
-      "\"read_alone\": {}, \"verify\": {}, \"written\": {}, \"verify_note\": {}, \"part_times\": [{}]}}",
+      "\"read_alone\": {}, \"verify\": {}, \"verify_method\": {}, \"written\": {}, \"verify_note\": {}, \"part_times\": [{}]}}",
       JsonString(s.partition), JsonString(s.target), JsonString(s.image), JsonString(s.result), JsonString(s.error),
       JsonString(s.error_class), s.parts, s.parts_planned, s.bytes, s.seconds, s.changed, s.attempt, s.read_alone,
-      JsonString(s.verify), s.written, JsonString(s.verify_note), times);
+      JsonString(s.verify), JsonString(s.verify_method), s.written, JsonString(s.verify_note), times);
 }
 
 }  // namespace

@@ -25,7 +25,8 @@
 // Before a partition is sent to, the device is asked whether it has it
 // (DeviceSession::CheckPartition): one it says it does not have is refused
 // without a byte sent. --verify checks each partition with the device's
-// `oem digest` where it has one; on a device without it the partition is
+// `oem digest` where it has one, else by reading it back with `fetch:`
+// (hashed on the host; verify.h); on a device with neither the partition is
 // written, not verified (the step says why), and the flash goes on; with
 // VerifyMode::kRequired the device's result is "unverified" after all its
 // partitions were flashed.
@@ -59,7 +60,7 @@ using Connector = std::function<Result<std::unique_ptr<Transport>>(size_t index)
 
 enum class VerifyMode {
   kOff,
-  kIfAble,    // --verify: where the device has oem digest; else "not verified" and go on
+  kIfAble,    // --verify: where the device has oem digest or fetch:; else "not verified" and go on
   kRequired,  // --verify=required: a partition that could not be verified fails the device, after all are flashed
 };
 
@@ -71,7 +72,7 @@ struct FleetOptions {
   std::optional<std::chrono::milliseconds> wait;  // for a device not there yet; unset: until it comes
   bool reboot = false;     // reboot each device that finished
   bool check_partitions = true;  // ask the device for each partition before sending to it
-  VerifyMode verify = VerifyMode::kOff;  // after each step, compare the device's oem digest of every range (verify.h)
+  VerifyMode verify = VerifyMode::kOff;  // after each step, compare every range by digest or read-back (verify.h)
 };
 
 // One download and its flash command, as the AOSP client times them.
@@ -95,6 +96,7 @@ struct StepResult {
   int attempt = 1;
   bool read_alone = false;  // read the image on its own (fell behind, or a retry)
   std::string verify = "not_run";  // --verify: "ok", "mismatch", "failed", or "not_run"
+  std::string verify_method;       // how it was verified: "digest" (oem digest), "readback" (fetch:), "" (not)
   std::string verify_note;         // why a written partition was not verified
   std::vector<PartTiming> part_times;  // every part sent, in order
 };
@@ -117,7 +119,7 @@ struct DeviceResult {
 
 // What a device is doing, for a progress line.
 struct DeviceProgress {
-  std::string phase;       // "connecting", "sending", "writing", "done", "failed", "waiting"
+  std::string phase;       // "connecting", "sending", "writing", "verifying", "done", "failed", "waiting"
   std::string partition;
   size_t step = 0, steps = 0;
   size_t part = 0, parts = 0;

@@ -29,6 +29,7 @@ class Link : public Transport {
   Status Send(std::string_view c) override { return d_->Send(c); }
   Result<std::string> Receive() override { return d_->Receive(); }
   Status SendData(std::span<const std::span<const uint8_t>> p) override { return d_->SendData(p); }
+  Status ReceiveData(std::span<uint8_t> b) override { return d_->ReceiveData(b); }
   std::string name() const override { return d_->name(); }
 
  private:
@@ -312,8 +313,10 @@ TEST_F(FleetTest, VerifyOnADeviceWithoutDigestWritesEveryPartitionAndSaysSo) {
   for (const StepResult& s : results[0].steps) {
     EXPECT_TRUE(s.written);
     EXPECT_EQ(s.verify, "not_run");
+    EXPECT_EQ(s.verify_method, "");
     EXPECT_EQ(s.verify_note,
-              "written, not verified (device has no digest or read-back command: remote: 'unknown command')");
+              "written, not verified (device has no digest or read-back command: oem digest: remote: 'unknown "
+              "command'; fetch: remote: 'unknown command')");
   }
   std::string json = FleetJson(results, 1);
   EXPECT_NE(json.find("\"written\": [\"boot_a\", \"system\"], \"partly_written\": [], \"not_verified\": "
@@ -329,6 +332,49 @@ TEST_F(FleetTest, VerifyOnADeviceWithoutDigestWritesEveryPartitionAndSaysSo) {
   EXPECT_TRUE(Flashed(r));
   EXPECT_NE(results[0].error.find("written but not verified (--verify=required): boot_a, system"), std::string::npos)
       << results[0].error;
+}
+
+TEST_F(FleetTest, VerifyReadsBackWhereTheDeviceHasFetchAndNoDigest) {
+  auto* d = Add({.serial = "fetcher", .fetch = true, .max_fetch = 1 << 20});
+  auto* g = Add({.serial = "digester", .digest = true, .fetch = true});
+  FleetOptions o;
+  o.verify = VerifyMode::kRequired;
+  auto results = Run(o);
+  for (size_t i = 0; i < 2; ++i) {
+    ASSERT_EQ(results[i].result, "ok") << results[i].error;
+    for (const StepResult& s : results[i].steps) {
+      EXPECT_TRUE(s.written);
+      EXPECT_EQ(s.verify, "ok");
+      EXPECT_EQ(s.verify_method, i == 0 ? "readback" : "digest");
+      EXPECT_EQ(s.verify_note, "");
+    }
+  }
+  EXPECT_TRUE(Flashed(d));
+  EXPECT_EQ(d->fetched_bytes, boot_.size() + system_.size());  // every byte the images define
+  EXPECT_EQ(g->fetched_bytes, 0u);
+  std::string json = FleetJson(results, 1);
+  EXPECT_NE(json.find("\"verify\": \"ok\", \"verify_method\": \"readback\", \"written\": true"), std::string::npos)
+      << json;
+  EXPECT_NE(json.find("\"not_verified\": []"), std::string::npos) << json;
+}
+
+TEST_F(FleetTest, AByteTheDeviceGotWrongIsAMismatchAndThePartitionStaysWritten) {
+  auto* d = Add({.serial = "flipper", .fetch = true, .corrupt_at = 4096 * 10 + 1});  // flips a byte of each
+  FleetOptions o;
+  o.verify = VerifyMode::kIfAble;
+  auto results = Run(o);
+  EXPECT_EQ(results[0].result, "mismatch") << results[0].error;
+  EXPECT_EQ(results[0].error_class, "verify_mismatch");
+  ASSERT_EQ(results[0].steps.size(), 1u);  // boot fails its check; system is not flashed
+  const StepResult& s = results[0].steps[0];
+  EXPECT_TRUE(s.written);
+  EXPECT_EQ(s.verify, "mismatch");
+  EXPECT_EQ(s.verify_method, "readback");
+  EXPECT_NE(s.error.find("verify: boot_a bytes 0..307200: read back sha256"), std::string::npos) << s.error;
+  EXPECT_EQ(d->flashes["boot_a"], 1);
+  EXPECT_EQ(d->flashes.count("system"), 0u);
+  std::string json = FleetJson(results, 1);
+  EXPECT_NE(json.find("\"written\": [\"boot_a\"], \"partly_written\": []"), std::string::npos) << json;
 }
 
 }  // namespace

@@ -65,6 +65,9 @@ Status TcpTransport::SendDataFile(std::span<const std::span<const uint8_t>> head
 }
 
 Result<std::string> TcpTransport::Receive() {
+  if (frame_left_ > 0) {
+    return ProtocolError(fmt::format("the device sent {} bytes more data than it announced", frame_left_));
+  }
   // The idle limit as a deadline: kTimedOut when the device is silent,
   // kCancelled when it closed the connection.
   auto deadline = std::chrono::steady_clock::now() + options_.idle;
@@ -78,6 +81,29 @@ Result<std::string> TcpTransport::Receive() {
   FP_RETURN_IF_ERROR(wire::RecvExact(fd_.get(), std::span(reinterpret_cast<uint8_t*>(message.data()), len), {},
                                      false, deadline));
   return message;
+}
+
+Status TcpTransport::ReceiveData(std::span<uint8_t> buf) {
+  auto silent = [&] { return TimedOut(fmt::format("the device sent no data for {} s", options_.idle.count() / 1000)); };
+  while (!buf.empty()) {
+    // The idle limit restarts with every byte that comes.
+    auto deadline = std::chrono::steady_clock::now() + options_.idle;
+    if (frame_left_ == 0) {
+      std::array<uint8_t, wire::tcp::kFrameHeaderSize> header;
+      Status st = wire::RecvExact(fd_.get(), header, {}, false, deadline);
+      if (st.code() == Code::kTimedOut) return silent();
+      FP_RETURN_IF_ERROR(st.WithContext("data phase"));
+      frame_left_ = wire::tcp::ParseFrameHeader(header);
+      continue;  // an empty frame carries nothing
+    }
+    size_t want = static_cast<size_t>(std::min<uint64_t>(buf.size(), frame_left_));
+    auto n = wire::RecvSome(fd_.get(), buf.first(want), {}, deadline);
+    if (n.status().code() == Code::kTimedOut) return silent();
+    FP_RETURN_IF_ERROR(n.status().WithContext("data phase"));
+    frame_left_ -= *n;
+    buf = buf.subspan(*n);
+  }
+  return Status::Ok();
 }
 
 }  // namespace flashpipe::host

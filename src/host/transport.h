@@ -13,6 +13,15 @@
 // can_send_file and takes SendDataFile: `head`, then `n` bytes of `file`
 // from `offset` on, as one piece of the data phase; a file that ends
 // before them is kCorrupt.
+//
+// ReceiveData reads bytes of a device-to-host data phase (fetch, upload:
+// after the device's DATA%08x reply): exactly buf.size() bytes, whatever
+// slicing the device sent them in (TCP frames, UDP packets, USB transfers),
+// so a phase may be read in several calls. kTimedOut when the device sends
+// nothing for the idle limit, kCancelled when it went away. An empty `buf`
+// returns at once: OK where the transport reads data phases, Unsupported
+// where it does not (the default), so a client asks before it sends a
+// command whose data it could not take.
 #pragma once
 
 #include <chrono>
@@ -35,6 +44,9 @@ class Transport {
   virtual Status SendDataFile(std::span<const std::span<const uint8_t>> /*head*/, int /*file*/, uint64_t /*offset*/,
                               uint64_t /*n*/) {
     return Unsupported("this transport sends no file ranges");
+  }
+  virtual Status ReceiveData(std::span<uint8_t> /*buf*/) {
+    return Unsupported("this transport reads no data phases from the device");
   }
   // "tcp:127.0.0.1:5554", "udp:board:5554", "usb:1-1.2" (for reports).
   virtual std::string name() const = 0;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <thread>
 
 namespace flashpipe::host {
 namespace {
@@ -118,6 +119,9 @@ Status UdpTransport::Send(std::string_view command) {
 Status UdpTransport::SendData(std::span<const std::span<const uint8_t>> pieces) { return SendMessage(pieces); }
 
 Result<std::string> UdpTransport::Receive() {
+  if (!data_rest_.empty()) {
+    return ProtocolError(fmt::format("the device sent {} bytes more data than it announced", data_rest_.size()));
+  }
   std::string message;
   udp::Header got;
   std::vector<uint8_t> answer;
@@ -127,6 +131,38 @@ Result<std::string> UdpTransport::Receive() {
     if (message.size() > 4096) return ProtocolError("a response of more than 4096 bytes");
   } while (got.continuation());
   return message;
+}
+
+Status UdpTransport::ReceiveData(std::span<uint8_t> buf) {
+  size_t k = std::min(buf.size(), data_rest_.size());
+  if (k > 0) {
+    std::memcpy(buf.data(), data_rest_.data(), k);
+    data_rest_.erase(data_rest_.begin(), data_rest_.begin() + static_cast<ptrdiff_t>(k));
+    buf = buf.subspan(k);
+  }
+  udp::Header got;
+  std::vector<uint8_t> answer;
+  auto last_byte = std::chrono::steady_clock::now();
+  int empty = 0;
+  while (!buf.empty()) {
+    FP_RETURN_IF_ERROR(Exchange(udp::kIdFastboot, 0, {}, options_.idle, &got, &answer).WithContext("data phase"));
+    auto now = std::chrono::steady_clock::now();
+    if (answer.empty()) {
+      // Nothing yet (the device still reads): poll again, gently.
+      if (now - last_byte >= options_.idle) {
+        return TimedOut(fmt::format("the device sent no data for {} s", options_.idle.count() / 1000));
+      }
+      if (++empty > 16) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      continue;
+    }
+    empty = 0;
+    last_byte = now;
+    size_t n = std::min(buf.size(), answer.size());
+    std::memcpy(buf.data(), answer.data(), n);
+    buf = buf.subspan(n);
+    data_rest_.assign(answer.begin() + static_cast<ptrdiff_t>(n), answer.end());
+  }
+  return Status::Ok();
 }
 
 }  // namespace flashpipe::host

@@ -7,7 +7,12 @@
 // fetched with empty packets, the device answering each with (a piece of)
 // its next message. A packet without its answer is sent again every
 // 500 ms; silence for the idle limit is kTimedOut, an error packet from the
-// device fails the call with its message.
+// device fails the call with its message. A device-to-host data phase is
+// read the same way: each empty packet fetches the next piece of it (the
+// continuation flag is not relied on: bytes are counted), an empty answer
+// means "nothing yet" and is polled again; bytes of a packet past those
+// asked for are kept for the next ReceiveData, and a response read while
+// some are left is kProtocol.
 #pragma once
 
 #include <chrono>
@@ -28,6 +33,7 @@ class UdpTransport : public Transport {
   Status Send(std::string_view command) override;
   Result<std::string> Receive() override;
   Status SendData(std::span<const std::span<const uint8_t>> pieces) override;
+  Status ReceiveData(std::span<uint8_t> buf) override;
   std::string name() const override { return name_; }
   size_t max_payload() const { return max_payload_; }
 
@@ -52,6 +58,7 @@ class UdpTransport : public Transport {
   size_t max_payload_ = wire::udp::kMinPacketSize - wire::udp::kHeaderSize;
   std::vector<uint8_t> packet_;  // the last packet received
   std::vector<uint8_t> out_;     // the packet being sent, built in place
+  std::vector<uint8_t> data_rest_;  // data phase bytes received, not yet taken
 };
 
 }  // namespace flashpipe::host

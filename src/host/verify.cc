@@ -88,28 +88,116 @@ std::string DigestFromInfo(const std::vector<std::string>& lines) {
   return first + second;
 }
 
-Status VerifyOnDevice(FastbootClient& client, const std::string& partition, const std::vector<DigestRange>& ranges,
-                      bool* unavailable) {
-  *unavailable = false;
+namespace {
+
+constexpr uint64_t kDefaultFetch = 256 << 20;  // fastbootd's max-download-size
+constexpr uint64_t kMaxFetch = 1 << 30;
+
+std::string RangeName(const std::string& partition, const DigestRange& r) {
+  return fmt::format("{} bytes {}..{}", partition, r.offset, r.offset + r.size);
+}
+
+// Step 1. *fell_back: the device has no oem digest (nothing was checked).
+Status ByDigest(FastbootClient& client, const std::string& partition, const std::vector<DigestRange>& ranges,
+                bool* fell_back, std::string* why) {
+  *fell_back = false;
   for (size_t i = 0; i < ranges.size(); ++i) {
     const DigestRange& r = ranges[i];
     std::vector<std::string> info;
-    Status st = client.Command(fmt::format("oem digest {}:{}:{}", partition, r.offset, r.size), &info).status();
+    std::string command = fmt::format("oem digest {}:{}:{}", partition, r.offset, r.size);
+    Status st = client.Command(command, &info).status();
     if (!st.ok()) {
-      *unavailable = i == 0 && client.refused();
-      return st;
+      if (i == 0 && client.refused()) {
+        *fell_back = true;
+        *why = "oem digest: " + st.message();
+        return Status::Ok();
+      }
+      return st.WithContext(command);
     }
     std::string got = DigestFromInfo(info);
     if (got.empty()) {
-      *unavailable = i == 0;
-      return ProtocolError(
-          fmt::format("oem digest {}:{}:{}: no sha256 lines in the answer", partition, r.offset, r.size));
+      if (i == 0) {
+        *fell_back = true;
+        *why = "oem digest: no sha256 lines in the answer";
+        return Status::Ok();
+      }
+      return ProtocolError(fmt::format("{}: no sha256 lines in the answer", command));
     }
     if (got != r.sha256) {
-      return Mismatch(fmt::format("verify: {} bytes {}..{}: the device has sha256 {}, the image {}", partition,
-                                  r.offset, r.offset + r.size, got, r.sha256));
+      return Mismatch(fmt::format("verify: {}: the device has sha256 {}, the image {}", RangeName(partition, r), got,
+                                  r.sha256));
     }
   }
+  return Status::Ok();
+}
+
+// Step 2. *fell_back: the device (or the link) has no read-back.
+Status ByReadback(FastbootClient& client, const std::string& partition, const std::vector<DigestRange>& ranges,
+                  bool* fell_back, std::string* why) {
+  *fell_back = false;
+  if (!client.can_fetch()) {
+    *fell_back = true;
+    *why = fmt::format("fetch: {} cannot read data from a device yet", client.name());
+    return Status::Ok();
+  }
+  FP_ASSIGN_OR_RETURN(uint32_t limit, FetchLimit(client));
+  Sha256 hash;
+  bool first = true;
+  for (const DigestRange& r : ranges) {
+    for (uint64_t done = 0; done < r.size;) {
+      uint32_t n = static_cast<uint32_t>(std::min<uint64_t>(r.size - done, limit));
+      Status st = client.Fetch(partition, r.offset + done, n, [&](std::span<const uint8_t> piece) {
+        hash.Update(piece);
+        return Status::Ok();
+      });
+      if (!st.ok() && first && client.refused() && st.code() == Code::kUnsupported) {  // FAIL to the command
+        *fell_back = true;
+        *why = "fetch: " + st.message();
+        return Status::Ok();
+      }
+      FP_RETURN_IF_ERROR(st.WithContext(fmt::format("verify: reading back {}", RangeName(partition, r))));
+      first = false;
+      done += n;
+    }
+    std::string got = Sha256::Hex(hash.Final());
+    if (got != r.sha256) {
+      return Mismatch(fmt::format("verify: {}: read back sha256 {}, the image {}", RangeName(partition, r), got,
+                                  r.sha256));
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<uint32_t> FetchLimit(FastbootClient& client) {
+  uint64_t limit = 0;
+  for (const char* var : {"max-fetch-size", "max-download-size"}) {
+    auto v = client.GetVar(var);
+    if (!v.ok() && client.refused()) continue;
+    FP_RETURN_IF_ERROR(v.status());
+    if (v->empty()) continue;  // an OKAY without a value: as unknown
+    FP_ASSIGN_OR_RETURN(limit, ParseDeviceSize(var, *v));
+    if (limit > 0) break;
+  }
+  if (limit == 0) limit = kDefaultFetch;
+  return static_cast<uint32_t>(std::min(limit, kMaxFetch));
+}
+
+Status VerifyOnDevice(FastbootClient& client, const std::string& partition, const std::vector<DigestRange>& ranges,
+                      VerifyResult* result) {
+  *result = {};
+  if (ranges.empty()) return Status::Ok();
+  bool fell_back = false;
+  std::string no_digest, no_readback;
+  result->method = "digest";
+  FP_RETURN_IF_ERROR(ByDigest(client, partition, ranges, &fell_back, &no_digest));
+  if (!fell_back) return Status::Ok();
+  result->method = "readback";
+  FP_RETURN_IF_ERROR(ByReadback(client, partition, ranges, &fell_back, &no_readback));
+  if (!fell_back) return Status::Ok();
+  result->method.clear();
+  result->unavailable = no_digest + "; " + no_readback;
   return Status::Ok();
 }
 

@@ -9,11 +9,21 @@
 // at its last byte (a padded last block is not compared). Images of
 // overlaid parts ("a.simg,b.simg") are refused: their ranges overlap.
 //
-// VerifyOnDevice asks the device for each range's digest with the daemon's
-// `oem digest PART:OFFSET:SIZE` (two INFO lines "sha256 1/2 <32 hex>" and
-// "sha256 2/2 <32 hex>", then OKAY; docs/design.md) and compares: a
-// different digest is kMismatch naming the partition and the range; a
-// device without the command FAILs (refused).
+// VerifyOnDevice checks each range with what the device has, in this order:
+//  1. `oem digest PART:OFFSET:SIZE` (flashpipe serve: two INFO lines
+//     "sha256 1/2 <32 hex>" and "sha256 2/2 <32 hex>", then OKAY;
+//     docs/design.md): the device hashes, nothing comes back but 32 bytes.
+//  2. read-back with fastbootd's `fetch:PART:0xOFFSET:0xSIZE` when the
+//     device refused (FAIL) the first oem digest or answered it without a
+//     digest: each range in fetches of at most the device's max-fetch-size
+//     (else its max-download-size, else 256 MiB), hashed on the host as the
+//     bytes arrive (FastbootClient::Fetch: at most 1 MiB held).
+//  3. neither: the partition stays written, not verified, and the result
+//     says what each command answered (VerifyResult::unavailable).
+// A different digest is kMismatch naming the partition, the range and the
+// method; a device that breaks off, or fails a later command after the
+// first one worked, is that error. Status OK with an empty method and a
+// non-empty `unavailable` is "could not verify".
 #pragma once
 
 #include <cstdint>
@@ -36,7 +46,21 @@ Result<std::vector<DigestRange>> ImageDigests(const ImageSpec& spec);
 // The digest from a device's INFO lines ("" when they hold none).
 std::string DigestFromInfo(const std::vector<std::string>& lines);
 
+struct VerifyResult {
+  // "digest" (oem digest) or "readback" (fetch:), once the device started
+  // answering with one; "" when it had neither (or the image no ranges).
+  std::string method;
+  // Why the device could not verify ("" when it could): what each command
+  // answered, "oem digest: remote: '...'; fetch: remote: '...'".
+  std::string unavailable;
+};
+
+// The largest fetch the device takes: getvar max-fetch-size, else
+// max-download-size, else 256 MiB; never above 1 GiB. An answer that is not
+// a size is an error (never read as "no limit").
+Result<uint32_t> FetchLimit(FastbootClient& client);
+
 Status VerifyOnDevice(FastbootClient& client, const std::string& partition, const std::vector<DigestRange>& ranges,
-                      bool* unavailable);
+                      VerifyResult* result);
 
 }  // namespace flashpipe::host

@@ -19,7 +19,15 @@ Contract:
     RAW/FILL/DONT_CARE/CRC32 chunks, decoded here), erase:NAME, set_active
     (OKAY, a stub as U-Boot's), reboot, continue (OKAY, then the device leaves
     fastboot: the process exits 0). Anything else, `oem digest`, `fetch:` and
-    `upload` among them, is `FAILunrecognized command`. Unknown variables:
+    `upload` among them, is `FAILunrecognized command`, unless --fetch: then
+    `fetch:NAME[:OFFSET[:SIZE]]` (as fastbootd: decimal or 0x hex, SIZE to
+    the partition's end by default) answers DATA%08x, the bytes (UDP:
+    packets with the continuation flag on all but the last; TCP: frames of
+    64 KiB), then OKAY; a range past the partition's end FAILs, and with
+    --max-fetch-size N so does one above N (getvar max-fetch-size answers
+    N). --corrupt-byte OFFSET: after every flash the partition's byte at
+    OFFSET is flipped (a device that stores something else than it took).
+    Unknown variables:
     `FAILVariable not implemented`. An unknown partition: `FAILfailed to get
     partition info` (for flash: after the whole download, as U-Boot).
   - Like U-Boot: the sparse decoder walks the header's total_chunks through
@@ -66,6 +74,10 @@ def parse_size(text):
     if text[-1:].upper() in units:
         return int(text[:-1], 0) * units[text[-1].upper()]
     return int(text, 0)
+
+
+class DataPhase(bytes):
+    """An answer that is a device-to-host data phase (the bytes after DATA)."""
 
 
 class Fail(Exception):
@@ -198,6 +210,7 @@ class Device:
         """The answers (INFO..., then OKAY/FAIL/DATA) to one command."""
         text = cmd.decode("latin-1")
         table = [("getvar:", self.getvar), ("download:", self.download), ("flash:", self.flash),
+                 ("fetch:", self.fetch),
                  ("erase:", self.erase), ("set_active:", self.set_active), ("reboot", self.reboot),
                  ("continue", self.cont)]
         answers = []
@@ -215,13 +228,16 @@ class Device:
                 answers.append(b"FAILunrecognized command")
         except Fail as e:
             answers.append(("FAIL" + str(e)).encode()[:64])
-        log("cmd %s -> %s" % (text, " | ".join(a.decode("latin-1") for a in answers)))
+        log("cmd %s -> %s" % (text, " | ".join("(%d data bytes)" % len(a) if isinstance(a, DataPhase)
+                                                else a.decode("latin-1") for a in answers)))
         return answers
 
     def variables(self, name):
         mds = self.args.max_download_size
         fixed = {"version": "0.4", "version-bootloader": "fakeboot-1.0", "product": self.args.product,
                  "serialno": self.args.serialno, "max-download-size": "0x%08x" % mds}
+        if self.args.fetch and self.args.max_fetch_size:
+            fixed["max-fetch-size"] = "0x%08x" % self.args.max_fetch_size
         if name in fixed:
             return fixed[name]
         key, _, part = name.partition(":")
@@ -272,7 +288,36 @@ class Device:
             else:
                 what = self.flash_raw(part, f)
         log("flash %s: %s" % (name, what))
+        at = self.args.corrupt_byte
+        if at is not None and at < part.size:
+            with open(part.path, "r+b") as f:
+                f.seek(at)
+                b = f.read(1)
+                f.seek(at)
+                f.write(bytes([b[0] ^ 0xFF]))
+            log("flash %s: byte %d flipped (--corrupt-byte)" % (name, at))
         return [b"OKAY"]
+
+    def fetch(self, arg):
+        if not self.args.fetch:
+            raise Fail("unrecognized command")
+        fields = arg.split(":")
+        if len(fields) > 3 or not fields[0]:
+            raise Fail("expected PARTITION[:OFFSET[:SIZE]]")
+        part = self.partition(fields[0])
+        try:
+            offset = int(fields[1], 0) if len(fields) > 1 else 0
+            size = int(fields[2], 0) if len(fields) > 2 else part.size - offset
+        except ValueError:
+            raise Fail("bad offset or size")
+        if offset < 0 or size <= 0 or offset + size > part.size:
+            raise Fail("range past the end of the partition")
+        if self.args.max_fetch_size and size > self.args.max_fetch_size:
+            raise Fail("0x%x bytes > max-fetch-size" % size)
+        with open(part.path, "rb") as f:
+            f.seek(offset)
+            data = f.read(size)
+        return [b"DATA%08x" % size, DataPhase(data), b"OKAY"]
 
     def flash_raw(self, part, f):
         n = self.downloaded
@@ -319,6 +364,7 @@ class UdpServer:
         self.saved = b""
         self.message = b""
         self.pending = []
+        self.packet_size = dev.args.packet_size
 
     def run(self):
         while True:
@@ -344,7 +390,8 @@ class UdpServer:
                 body = self.fastboot(flags, packet[4:])
         else:
             return None
-        self.saved = bytes([pid, 0]) + packet[2:4] + body
+        body, flags = body if isinstance(body, tuple) else (body, 0)
+        self.saved = bytes([pid, flags]) + packet[2:4] + body
         self.seq = (self.seq + 1) & 0xFFFF
         return self.saved
 
@@ -354,19 +401,32 @@ class UdpServer:
         host_max = struct.unpack_from(">H", body, 2)[0]
         self.message, self.pending = b"", []
         self.dev.abort_download()
-        return struct.pack(">HH", 1, min(host_max, self.dev.args.packet_size))
+        self.packet_size = min(host_max, self.dev.args.packet_size)
+        return struct.pack(">HH", 1, self.packet_size)
+
+    def queue(self, answers):
+        """Answers as packets to come: a data phase cut into packets, the
+        continuation flag on all but its last."""
+        for a in answers:
+            if not isinstance(a, DataPhase):
+                self.pending.append(a)
+                continue
+            step = self.packet_size - 4
+            for i in range(0, len(a), step):
+                more = i + step < len(a)
+                self.pending.append((bytes(a[i:i + step]), UDP_CONTINUATION if more else 0))
 
     def fastboot(self, flags, payload):
         dev = self.dev
         if payload and dev.in_download():
-            self.pending += dev.take_data(payload)
+            self.queue(dev.take_data(payload))
             return b""
         if payload or self.message:
             self.message += payload
             if flags & UDP_CONTINUATION:
                 return b""
             cmd, self.message = self.message, b""
-            self.pending += dev.command(cmd)
+            self.queue(dev.command(cmd))
             return b""
         # An empty packet: the host asks for the next answer.
         return self.pending.pop(0) if self.pending else b""
@@ -404,7 +464,12 @@ class TcpServer:
     def send(self, conn, answers):
         # One write for all the answers to a command: a second small write
         # would wait for the host's delayed ACK (Nagle), 40 ms each time.
-        conn.sendall(b"".join(struct.pack(">Q", len(a)) + a for a in answers))
+        # A data phase goes as frames of 64 KiB (fastbootd: one per write).
+        frames = []
+        for a in answers:
+            pieces = [a[i:i + 65536] for i in range(0, len(a), 65536)] if isinstance(a, DataPhase) else [a]
+            frames += [struct.pack(">Q", len(p)) + bytes(p) for p in pieces]
+        conn.sendall(b"".join(frames))
 
     def session(self, conn):
         if self.recv_exact(conn, 4)[:2] != b"FB":
@@ -494,6 +559,9 @@ def parse_args(argv):
     p.add_argument("--stray-info", action="store_true")
     p.add_argument("--pad-raw-512", action="store_true")
     p.add_argument("--uboot", action="store_true", help="--stray-info --pad-raw-512")
+    p.add_argument("--fetch", action="store_true", help="answer fetch: (read-back)")
+    p.add_argument("--max-fetch-size", type=parse_size, default=0, metavar="N")
+    p.add_argument("--corrupt-byte", type=parse_size, default=None, metavar="OFFSET")
     p.add_argument("--pid-file")
     p.add_argument("--exit-after", type=float, default=0, metavar="SECONDS")
     args = p.parse_args(argv)

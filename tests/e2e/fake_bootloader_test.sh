@@ -24,6 +24,11 @@
 #     on a device without a digest writes every partition and reports them
 #     written, not verified; a partition the device does not have is refused
 #     before a byte is sent.
+#   - Read-back: the device with --fetch (as fastbootd: fetch:, max-fetch-size)
+#     is verified by reading every range back, over UDP and TCP, in fetches
+#     no larger than its max-fetch-size; one that flips a byte after each
+#     flash (--corrupt-byte) is a mismatch naming the partition, exit 1, the
+#     partition still reported written.
 # Every check runs (each in a subshell, its devices killed by pid file) and a
 # summary says pass/FAIL per check; exit 1 if any check failed.
 # FAKEBOOT_CHECKS="NAME..." runs only those checks (the names in the summary).
@@ -463,8 +468,9 @@ if d["result"] != "ok": problems.append("result %s (%s)" % (d["result"], d["erro
 if len(steps) != 2 or any(res != "ok" or v != "not_run" for _, res, v in steps):
     problems.append("steps (partition, result, verify) %s" % steps)
 if sorted(d["not_verified"]) != ["boot", "system"]: problems.append("not_verified %s" % d["not_verified"])
-if any("device has no digest" not in s["verify_note"] for s in d["steps"]):
-    problems.append("verify_note %s" % [s["verify_note"] for s in d["steps"]])
+if any("device has no digest or read-back command: oem digest: remote: 'unrecognized command'; fetch: "
+       "remote: 'unrecognized command'" not in s["verify_note"] or s["verify_method"] != "" for s in d["steps"]):
+    problems.append("verify_note, verify_method %s" % [(s["verify_note"], s["verify_method"]) for s in d["steps"]])
 if problems:
     sys.exit("FAIL: --verify on a device without a digest: " + "; ".join(problems))
 print("ok: --verify without a digest: exit 0, written %s, steps %s" % (d["written"], steps))
@@ -483,6 +489,67 @@ PY
   python3 -c "import json,sys; d=json.load(open(sys.argv[1]))['devices'][0]; assert d['result']=='unverified' and sorted(d['written'])==['boot','system'], d" \
     "$work/vr.json" || fail "--verify=required: report $(cat "$work/vr.json")"
   pass "--verify=required on a device without a digest: every partition flashed, then the device fails as unverified"
+}
+
+# (2b) --verify on a device with fetch: and no oem digest: every partition
+# verified by read-back (verify_method "readback"), over UDP and TCP, each
+# fetch at most max-fetch-size; the report valid against its schema.
+check_verify_by_readback() {
+  local transport rc bad=0
+  for transport in udp tcp; do
+    mkdir -p "$work/rb$transport"
+    start_device rb$transport $transport --uboot --fetch --max-fetch-size 2M --max-download-size $MDS \
+      "boot=$work/rb$transport/boot:4M" "system=$work/rb$transport/system:24M"
+    rc=0
+    timeout 120 "$FLASHPIPE" flash -s $transport:127.0.0.1:$PORT --no-progress --verify=required \
+      --json="$work/rb$transport.json" boot="$img/odd.raw" system="$img/bigsparse.simg" \
+      >"$work/rb$transport.txt" 2>&1 || rc=$?
+    stop_device rb$transport
+    python3 - "$work/rb$transport.json" "$rc" "$work/rb$transport.log" "$SRC/docs/schema/flash-report.schema.json" <<'PY' || bad=1
+import json, re, sys, jsonschema
+r = json.load(open(sys.argv[1]))
+jsonschema.validate(r, json.load(open(sys.argv[4])))
+d = r["devices"][0]
+steps = [(s["partition"], s["result"], s["verify"], s["verify_method"], s["written"]) for s in d["steps"]]
+fetches = [int(m.group(1), 16) for m in re.finditer(r"cmd fetch:\w+:0x[0-9a-f]+:(0x[0-9a-f]+) -> DATA", open(sys.argv[3]).read())]
+problems = []
+if sys.argv[2] != "0": problems.append("exit %s: %s" % (sys.argv[2], d["error"]))
+if d["result"] != "ok" or sorted(d["written"]) != ["boot", "system"] or d["partly_written"] or d["not_verified"]:
+    problems.append("result %s written %s partly %s not_verified %s" % (d["result"], d["written"], d["partly_written"], d["not_verified"]))
+if steps != [("boot", "ok", "ok", "readback", True), ("system", "ok", "ok", "readback", True)]:
+    problems.append("steps %s" % steps)
+if len(fetches) < 3 or max(fetches) > 2 << 20:
+    problems.append("fetch sizes %s (max-fetch-size 2 MiB)" % fetches)
+if problems:
+    sys.exit("FAIL: read-back verify: " + "; ".join(problems))
+print("ok: %d fetches of at most %d bytes, %d bytes read back" % (len(fetches), max(fetches), sum(fetches)))
+PY
+    [ $bad = 0 ] || break
+    pass "--verify over $transport on a device with fetch: and no digest: every partition verified by read-back"
+  done
+  [ $bad = 0 ] || fail "--verify by read-back"
+  # A device that stores other bytes than it took: mismatch, exit 1, boot
+  # still reported written (and system, flashed after boot's failed check,
+  # not at all).
+  mkdir -p "$work/rc"
+  start_device rc udp --uboot --fetch --corrupt-byte 0x12345 --max-download-size $MDS \
+    "boot=$work/rc/boot:4M" "system=$work/rc/system:24M"
+  rc=0
+  timeout 120 "$FLASHPIPE" flash -s udp:127.0.0.1:$PORT --no-progress --verify --json="$work/rc.json" \
+    boot="$img/odd.raw" system="$img/fill.simg" >"$work/rc.txt" 2>&1 || rc=$?
+  stop_device rc
+  [ $rc = 1 ] || fail "--verify on a corrupting device: exit $rc: $(cat "$work/rc.txt")"
+  python3 - "$work/rc.json" <<'PY' || fail "--verify on a corrupting device: report $(cat "$work/rc.json")"
+import json, sys
+d = json.load(open(sys.argv[1]))["devices"][0]
+s = d["steps"][0]
+assert d["result"] == "mismatch" and d["error_class"] == "verify_mismatch", d
+assert d["written"] == ["boot"] and d["partly_written"] == [] and len(d["steps"]) == 1, d
+assert (s["verify"], s["verify_method"], s["written"]) == ("mismatch", "readback", True), s
+assert "verify: boot bytes 0..%d: read back sha256" % (3 << 20 | 1234) in s["error"], s["error"]
+PY
+  grep -q "mismatch" "$work/rc.txt" || fail "the output does not say mismatch: $(cat "$work/rc.txt")"
+  pass "--verify on a device that flips a byte: mismatch naming boot and its range, exit 1, boot reported written"
 }
 
 # (3) A partition the device does not have (it answers partition-size):
@@ -566,6 +633,7 @@ done
 run_check check_late_bind_fastboot_clients
 run_check check_late_bind_flash_waits
 run_check check_verify_without_digest
+run_check check_verify_by_readback
 run_check check_missing_partition_refused_early
 echo "== notes"
 ( note_aosp_missing_partition )

@@ -8,6 +8,8 @@
 #     outcome (ok, gone, refused);
 #   - a raw image of odd size cut into many parts; gzip and zstd input; raw +
 #     bmap (unmapped ranges keep their old bytes);
+#   - --verify by oem digest, and by read-back (fetch:) through a relay that
+#     hides serve's oem digest (digestless_proxy.py), over TCP and UDP;
 #   - `flashpipe fastboot flashall` from an ANDROID_PRODUCT_OUT folder, and
 #     getvar/erase/set_active/reboot: the same partitions, state file and
 #     answers as the AOSP client given the same arguments on a twin daemon.
@@ -196,7 +198,8 @@ sent=$(field "$work/bmap.json" "tcp:127.0.0.1:${port[a]}" 'd["bytes"]')
 pass "raw + bmap ($mode): mapped ranges written, unmapped ones keep their bytes ($sent bytes sent)"
 done
 
-# --verify: the daemons' oem digest of every range the image defines.
+# --verify: the daemons' oem digest of every range the image defines (serve
+# has it, and fetch: too: the digest is used, nothing read back).
 # shellcheck disable=SC2046
 new_parts c; start c tcp $(parts_of c) --max-download-size 1M --write-model discard  # says OKAY, writes nothing
 cp "$work/a.userdata.before" "$work/a.userdata"; cp "$work/b.userdata.before" "$work/b.userdata"
@@ -206,8 +209,8 @@ timeout 120 "$FLASHPIPE" flash -s tcp:127.0.0.1:${port[a]} -s udp:127.0.0.1:${po
   >"$work/in.out" 2>&1 || rc=$?
 [ $rc = 1 ] || die "flash --verify with a discarding daemon: exit $rc: $(cat "$work/in.out")"
 for d in tcp:127.0.0.1:${port[a]} udp:127.0.0.1:${port[b]}; do
-  [ "$(field "$work/verify.json" "$d" '[(s["result"], s["verify"]) for s in d["steps"]]')" = \
-    "[('ok', 'ok'), ('ok', 'ok')]" ] || die "verify on $d: $(field "$work/verify.json" "$d" 'd')"
+  [ "$(field "$work/verify.json" "$d" '[(s["result"], s["verify"], s["verify_method"]) for s in d["steps"]]')" = \
+    "[('ok', 'ok', 'digest'), ('ok', 'ok', 'digest')]" ] || die "verify on $d: $(field "$work/verify.json" "$d" 'd')"
 done
 d=tcp:127.0.0.1:${port[c]}
 [ "$(field "$work/verify.json" "$d" 'd["result"], d["steps"][0]["verify"], d["error_class"]')" = \
@@ -215,8 +218,54 @@ d=tcp:127.0.0.1:${port[c]}
 grep -q "the device has sha256" <<<"$(field "$work/verify.json" "$d" 'd["error"]')" || die "mismatch reason"
 python3 -c 'import json,sys,jsonschema; jsonschema.validate(json.load(open(sys.argv[1])), json.load(open(sys.argv[2])))' \
   "$work/verify.json" "$SRC/docs/schema/flash-report.schema.json" || die "verify report not valid against its schema"
-pass "--verify: ok on tcp and udp (sparse and zstd raw), 'mismatch' on a daemon that answers OKAY and writes nothing"
+pass "--verify: ok by oem digest on tcp and udp (sparse and zstd raw), 'mismatch' on a daemon that answers OKAY and writes nothing"
 stop a; stop b; stop c
+
+# --verify by read-back against serve's own fetch: a relay hides its oem
+# digest (digestless_proxy.py rewrites the command, serve refuses it), so
+# every range is read back with fetch: over TCP (serve: one frame per data
+# phase) and UDP (continued packets, max-fetch-size 1 MiB); the daemon that
+# writes nothing is found by read-back too.
+# proxy NAME TRANSPORT DEVICE-PORT: the relay, its port in port[NAME].
+proxy() {
+  local name=$1 transport=$2 to=$3
+  python3 "$SRC/tests/e2e/digestless_proxy.py" --"$transport" --to "$to" --exit-after 300 \
+    >"$work/$name.out" 2>"$work/$name.log" &
+  pid[$name]=$!
+  for _ in $(seq 100); do
+    port[$name]=$({ sed -n "s/^proxy: listening on $transport 127\.0\.0\.1:\([0-9][0-9]*\)\$/\1/p" \
+      "$work/$name.out" 2>/dev/null || true; } | head -1)
+    [ -n "${port[$name]}" ] && return 0
+    sleep 0.1
+  done
+  die "proxy $name not listening: $(cat "$work/$name.log")"
+}
+new_parts a; new_parts b; new_parts c
+# shellcheck disable=SC2046
+{
+  start a tcp $(parts_of a) --max-download-size 1M
+  start b udp $(parts_of b) --max-download-size 3M
+  start c tcp $(parts_of c) --max-download-size 1M --write-model discard
+}
+proxy pa tcp "${port[a]}"; proxy pb udp "${port[b]}"; proxy pc tcp "${port[c]}"
+rc=0
+timeout 120 "$FLASHPIPE" flash -s tcp:127.0.0.1:${port[pa]} -s udp:127.0.0.1:${port[pb]} -s tcp:127.0.0.1:${port[pc]} \
+  --no-progress --verify --json="$work/readback.json" system="$work/ext4.simg" userdata="$work/odd.raw.zst" \
+  >"$work/rb.out" 2>&1 || rc=$?
+[ $rc = 1 ] || die "flash --verify through the digest-hiding relays: exit $rc: $(cat "$work/rb.out")"
+for d in tcp:127.0.0.1:${port[pa]} udp:127.0.0.1:${port[pb]}; do
+  [ "$(field "$work/readback.json" "$d" '[(s["result"], s["verify"], s["verify_method"]) for s in d["steps"]]')" = \
+    "[('ok', 'ok', 'readback'), ('ok', 'ok', 'readback')]" ] || die "read-back verify on $d: $(field "$work/readback.json" "$d" 'd')"
+done
+d=tcp:127.0.0.1:${port[pc]}
+[ "$(field "$work/readback.json" "$d" 'd["result"], d["steps"][0]["verify"], d["steps"][0]["verify_method"], d["written"]')" = \
+  "('mismatch', 'mismatch', 'readback', ['system'])" ] || die "read-back verify on the discarding daemon: $(field "$work/readback.json" "$d" 'd')"
+grep -q "read back sha256" <<<"$(field "$work/readback.json" "$d" 'd["error"]')" || die "read-back mismatch reason"
+for n in pa pb pc; do grep -q "rewrote oem digest" "$work/$n.log" || die "relay $n rewrote no oem digest"; done
+python3 -c 'import json,sys,jsonschema; jsonschema.validate(json.load(open(sys.argv[1])), json.load(open(sys.argv[2])))' \
+  "$work/readback.json" "$SRC/docs/schema/flash-report.schema.json" || die "read-back report not valid against its schema"
+pass "--verify where serve's oem digest is hidden: ok by read-back (fetch:) over tcp and udp, 'mismatch' on the daemon that writes nothing"
+for n in pa pb pc a b c; do stop $n; done
 
 # --- flashpipe fastboot against the AOSP client ------------------------------
 echo "== fastboot verbs: flashpipe fastboot vs AOSP fastboot 29.0.6 on twin daemons"
