@@ -8,7 +8,7 @@ FLASHPIPE=${FLASHPIPE:-$(cd "$(dirname "$0")/../.." && pwd)/build/flashpipe}
 SRC=${FLASHPIPE_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 WIRE="python3 $SRC/tests/e2e/fastboot_wire.py"
 for tool in fastboot img2simg simg2img sgdisk mkfs.ext4 python3; do
-  command -v $tool >/dev/null || { echo "SKIP: $tool not installed"; exit 0; }
+  command -v $tool >/dev/null || { echo "SKIP: $tool not installed"; exit 77; }
 done
 
 work=$(mktemp -d)
@@ -399,7 +399,7 @@ main() {
   if declare -F transport_extra >/dev/null; then transport_extra "$work/snap.img"; fi
 
   if ! command -v losetup >/dev/null || ! loopdev=$(losetup --direct-io=on -f --show "$work/disk.img" 2>/dev/null); then
-    echo "SKIP: loop devices unavailable"; exit 0
+    echo "SKIP: loop devices unavailable"; exit 77
   fi
   cp "$work/snap.img" "$work/disk.img"  # same start as the file run
   blockdev --rereadpt "$loopdev" 2>/dev/null || true

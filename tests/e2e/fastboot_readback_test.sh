@@ -9,7 +9,7 @@
 # device gives out nothing. Helpers come from fastboot_lib.sh.
 TRANSPORT=tcp
 source "$(dirname "$0")/fastboot_lib.sh"
-command -v sha256sum >/dev/null || { echo "SKIP: sha256sum not installed"; exit 0; }
+command -v sha256sum >/dev/null || { echo "SKIP: sha256sum not installed"; exit 77; }
 
 # The digest the daemon answers for `oem digest ARGS`: its two INFO halves.
 digest() {
@@ -106,7 +106,7 @@ done
 check_guards "$work/disk.img" "$work/snap.img"  # only system changed, by the test
 
 if ! command -v losetup >/dev/null || ! loopdev=$(losetup --direct-io=on -f --show "$work/disk.img" 2>/dev/null); then
-  echo "SKIP: loop devices unavailable"; exit 0
+  echo "SKIP: loop devices unavailable"; exit 77
 fi
 for TRANSPORT in tcp udp; do
   echo "== $TRANSPORT: loop device $loopdev (direct I/O)"

@@ -19,7 +19,7 @@ FLASHPIPE=${FLASHPIPE:-$(cd "$(dirname "$0")/../.." && pwd)/build/flashpipe}
 SRC=${FLASHPIPE_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 python3 -c 'import jsonschema' || { echo "host_flash_test: missing python3-jsonschema (scripts/setup.sh installs it)"; exit 1; }
 for tool in fastboot img2simg simg2img mkfs.ext4 bmaptool gzip zstd python3; do
-  command -v $tool >/dev/null || { echo "SKIP: $tool not installed"; exit 0; }
+  command -v $tool >/dev/null || { echo "SKIP: $tool not installed"; exit 77; }
 done
 
 work=$(mktemp -d)
