@@ -8,7 +8,7 @@
 #   scripts/demo.sh [WORKDIR]   (default: a temp dir, removed at the end)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh build >/dev/null
+bash scripts/setup.sh --main build >/dev/null
 FP=$PWD/build/flashpipe
 
 work=${1:-$(mktemp -d /tmp/flashpipe-demo.XXXXXX)}
