@@ -6,9 +6,8 @@
 namespace flashpipe {
 namespace {
 
-Result<uint64_t> ParseScaled(std::string_view text, bool binary, const char* what) {
-  std::string_view t = text;
-  if (t.empty()) return InvalidArgument(fmt::format("empty {}", what));
+// The digits at the start of `t` by the one rule (units.h); *end: after them.
+Result<uint64_t> Digits(std::string_view t, int* base_out, const char** end) {
   int base = 10;
   if (t.size() > 2 && t[0] == '0' && (t[1] == 'x' || t[1] == 'X')) {
     base = 16;
@@ -16,9 +15,24 @@ Result<uint64_t> ParseScaled(std::string_view text, bool binary, const char* wha
   }
   uint64_t v = 0;
   auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), v, base);
-  if (ec != std::errc() || p == t.data()) {
-    return InvalidArgument(fmt::format("bad {} '{}'", what, text));
+  if (ec == std::errc::result_out_of_range) return InvalidArgument("more than 64 bits");
+  if (ec != std::errc() || p == t.data()) return InvalidArgument("not a number (decimal or 0x hex)");
+  if (base == 10 && p - t.data() > 1 && t[0] == '0') {
+    return InvalidArgument("decimal with a leading 0 (octal?)");
   }
+  *base_out = base;
+  *end = p;
+  return v;
+}
+
+Result<uint64_t> ParseScaled(std::string_view text, bool binary, const char* what) {
+  std::string_view t = text;
+  if (t.empty()) return InvalidArgument(fmt::format("empty {}", what));
+  int base = 10;
+  const char* p = nullptr;
+  auto digits = Digits(t, &base, &p);
+  if (!digits.ok()) return InvalidArgument(fmt::format("bad {} '{}': {}", what, text, digits.status().message()));
+  uint64_t v = *digits;
   std::string_view suffix(p, t.data() + t.size() - p);
   if (suffix.ends_with("iB")) suffix.remove_suffix(2);
   else if (suffix.size() > 1 && suffix.ends_with("B")) suffix.remove_suffix(1);
@@ -44,6 +58,14 @@ Result<uint64_t> ParseScaled(std::string_view text, bool binary, const char* wha
 }
 
 }  // namespace
+
+Result<uint64_t> ParseNumber(std::string_view text) {
+  int base = 10;
+  const char* end = nullptr;
+  auto v = Digits(text, &base, &end);
+  if (v.ok() && end != text.data() + text.size()) return InvalidArgument("not a number (decimal or 0x hex)");
+  return v;
+}
 
 Result<uint64_t> ParseSize(std::string_view text) { return ParseScaled(text, true, "size"); }
 Result<uint64_t> ParseRate(std::string_view text) { return ParseScaled(text, false, "rate"); }

@@ -239,6 +239,9 @@ TEST_F(LogicalSessionTest, ResizeCreateDeleteChangeTheMetadataOnDisk) {
   EXPECT_EQ(One("resize-logical-partition:system_a:12x"),
             "FAILresize-logical-partition: size '12x' is not a number of...");  // the reason, not the label alone
   EXPECT_EQ(One("resize-logical-partition:system_a"), "FAILresize-logical-partition: expected PARTITION:SIZE");
+  // 010 is 10 to some and 8 to others (base/units.h): refused, nothing resized.
+  EXPECT_EQ(One("resize-logical-partition:system_a:010"),
+            "FAILresize-logical-partition: size '010' is not a number of...");
 
   // No room: a clear FAIL, the reason in INFO lines first; nothing changes.
   const std::vector<uint8_t> before = mem_.disk();

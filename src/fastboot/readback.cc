@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "base/units.h"
 #include "io/image_reader.h"
 #include "wire/protocol.h"
 
@@ -16,26 +17,10 @@ const uint8_t* Zeros() {
   return zeros.data();
 }
 
-// Decimal or 0x hex, nothing else: a range is no place for guesses.
+// Decimal or 0x hex, nothing else (base/units.h): a range is no place for guesses.
 Result<uint64_t> ParseNumber(std::string_view text, std::string_view what) {
-  bool hex = text.size() > 2 && text[0] == '0' && (text[1] == 'x' || text[1] == 'X');
-  std::string_view digits = hex ? text.substr(2) : text;
-  if (digits.empty() || (!hex && digits.size() > 1 && digits[0] == '0')) {
-    return InvalidArgument(fmt::format("{} '{}': decimal or 0x hex", what, text.substr(0, 20)));
-  }
-  uint64_t v = 0;
-  const uint64_t base = hex ? 16 : 10;
-  for (char c : digits) {
-    int d = (c >= '0' && c <= '9')           ? c - '0'
-            : hex && (c >= 'a' && c <= 'f') ? c - 'a' + 10
-            : hex && (c >= 'A' && c <= 'F') ? c - 'A' + 10
-                                            : -1;
-    if (d < 0) return InvalidArgument(fmt::format("{} '{}': decimal or 0x hex", what, text.substr(0, 20)));
-    if (v > (UINT64_MAX - static_cast<uint64_t>(d)) / base) {
-      return InvalidArgument(fmt::format("{} '{}' too large", what, text.substr(0, 20)));
-    }
-    v = v * base + static_cast<uint64_t>(d);
-  }
+  auto v = flashpipe::ParseNumber(text);
+  if (!v.ok()) return InvalidArgument(fmt::format("{} '{}': {}", what, text.substr(0, 20), v.status().message()));
   return v;
 }
 

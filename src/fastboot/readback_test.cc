@@ -133,11 +133,11 @@ TEST_F(ReadbackTest, RangesOutsideThePartitionFailWithTheReason) {
   EXPECT_EQ(One("fetch:system:1:0xffffffffffffffff"), "FAIL0x1+0xffffffffffffffff runs past the end of 'system' (0x200000 bytes)");
   EXPECT_EQ(One("fetch:nope"), "FAILpartition 'nope' not found");
   EXPECT_EQ(One("fetch:"), "FAILmissing partition name");
-  EXPECT_EQ(One("fetch:system:010"), "FAILoffset '010': decimal or 0x hex");
-  EXPECT_EQ(One("fetch:system:0x"), "FAILoffset '0x': decimal or 0x hex");
-  EXPECT_EQ(One("fetch:system:12z"), "FAILoffset '12z': decimal or 0x hex");
+  EXPECT_EQ(One("fetch:system:010"), "FAILoffset '010': decimal with a leading 0 (octal?)");
+  EXPECT_EQ(One("fetch:system:0x"), "FAILoffset '0x': not a number (decimal or 0x hex)");
+  EXPECT_EQ(One("fetch:system:12z"), "FAILoffset '12z': not a number (decimal or 0x hex)");
   EXPECT_EQ(One("fetch:system:0:1:2"), "FAILexpected PARTITION[:OFFSET[:SIZE]]");
-  EXPECT_EQ(One("fetch:system:99999999999999999999"), "FAILoffset '99999999999999999999' too large");
+  EXPECT_EQ(One("fetch:system:99999999999999999999"), "FAILoffset '99999999999999999999': more than 64 bits");
   EXPECT_TRUE(mem_.reads().empty());
 }
 

@@ -7,22 +7,17 @@
 #include <charconv>
 
 #include "base/log.h"
+#include "base/units.h"
 #include "fastboot/session.h"
 
 namespace flashpipe::fastboot {
 namespace {
 
 Result<uint64_t> ParseBytes(std::string_view what, std::string_view text) {
-  int base = 10;
-  std::string_view digits = text;
-  if (digits.starts_with("0x") || digits.starts_with("0X")) {
-    base = 16;
-    digits.remove_prefix(2);
-  }
-  uint64_t v = 0;
-  auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), v, base);
-  if (digits.empty() || ec != std::errc() || end != digits.data() + digits.size()) {
-    return InvalidArgument(fmt::format("{}: size '{}' is not a number of bytes", what, text.substr(0, 24)));
+  auto v = ParseNumber(text);  // base/units.h: decimal or 0x hex, no leading 0
+  if (!v.ok()) {
+    return InvalidArgument(fmt::format("{}: size '{}' is not a number of bytes: {}", what, text.substr(0, 24),
+                                       v.status().message()));
   }
   return v;
 }

@@ -3,6 +3,7 @@
 #include <charconv>
 
 #include "base/log.h"
+#include "base/units.h"
 #include "wire/protocol.h"
 
 namespace flashpipe::host {
@@ -139,14 +140,8 @@ Result<uint64_t> ParseDeviceSize(std::string_view name, std::string_view value) 
   std::string_view v = value;
   while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
   while (!v.empty() && (v.back() == ' ' || v.back() == '\t' || v.back() == '\n')) v.remove_suffix(1);
-  int base = 10;
-  if (v.starts_with("0x") || v.starts_with("0X")) {
-    v.remove_prefix(2);
-    base = 16;
-  }
-  uint64_t n = 0;
-  auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n, base);
-  if (ec != std::errc() || end != v.data() + v.size() || v.empty()) {
+  auto n = ParseNumber(v);  // base/units.h: decimal or 0x hex, at most 64 bits
+  if (!n.ok()) {
     return InvalidArgument(fmt::format("the device's {} '{}' is not a size (decimal or 0x hex, at most 64 bits)", name,
                                        log::Printable(value, 40)));
   }
