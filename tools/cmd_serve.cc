@@ -156,7 +156,7 @@ Status CheckOptions(ServeOptions* o) {
   }
   o->device.hook_timeout = std::chrono::seconds(o->oem_timeout_s);
   o->device.limits.session_timeout = std::chrono::seconds(o->session_timeout_s);
-  FP_ASSIGN_OR_RETURN(o->device.limits.min_download_rate, ParseSize(o->min_download_rate));
+  FP_ASSIGN_OR_RETURN(o->device.limits.min_download_rate, ParseRate(o->min_download_rate));  // SI, as every rate
   o->device.limits.rate_window = std::chrono::seconds(o->rate_window_s);
   if (!o->usb_ffs.empty()) o->usb = true;
   if (o->no_tcp && !o->tcp.empty()) return InvalidArgument("--no-tcp and --tcp exclude each other");
@@ -350,7 +350,7 @@ int RunServe(int argc, char** argv) {
   app.add_option("--session-timeout", o.session_timeout_s,
                  "seconds one client may hold the device, 0 = no limit (default 3600)");
   app.add_option("--min-download-rate", o.min_download_rate,
-                 "a download slower than this many bytes/s (64K = 64 KiB/s), judged over each window after the "
+                 "a download slower than this many bytes/s (rates are SI: 64K = 64000 B/s), judged over each window after the "
                  "first, FAILs and ends the session; 0 = no floor (default 64K)");
   app.add_option("--download-rate-window", o.rate_window_s,
                  "seconds over which --min-download-rate is measured (default 10)")

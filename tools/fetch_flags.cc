@@ -12,7 +12,7 @@ void AddFetchFlags(CLI::App& app, FetchFlags& f, bool with_digest) {
       ->group(g);
   app.add_option("--connect-timeout", f.connect_timeout, "seconds to connect to a server (default 15)")->group(g);
   app.add_option("--speed-limit", f.speed_limit,
-                 "with --speed-time: a transfer slower than this many bytes/s is dropped and resumed (default 1K)")
+                 "with --speed-time: a transfer slower than this many bytes/s (SI: 1K = 1000) is dropped and resumed (default 1K)")
       ->group(g);
   app.add_option("--speed-time", f.speed_time, "seconds below --speed-limit before that (default 20)")->group(g);
   app.add_option("--fetch-retries", f.retries, "failed attempts in a row, without a new byte, before giving up (default 5)")
@@ -40,7 +40,7 @@ Status ApplyFetchFlags(const FetchFlags& f, const std::string& image, input::Sou
   if (f.connect_timeout <= 0 || f.speed_time <= 0) return InvalidArgument("--connect-timeout and --speed-time: seconds > 0");
   x.http.connect_timeout = f.connect_timeout;
   x.http.speed_time = f.speed_time;
-  FP_ASSIGN_OR_RETURN(x.http.speed_limit, ParseSize(f.speed_limit));
+  FP_ASSIGN_OR_RETURN(x.http.speed_limit, ParseRate(f.speed_limit));  // rates are SI (base/units.h)
   x.http.retries = f.retries;
   if (f.connections < 1 || f.connections > 32) return InvalidArgument("--connections: 1 to 32");
   x.http.connections = f.connections;
