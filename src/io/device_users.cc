@@ -7,6 +7,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -71,20 +72,6 @@ std::set<dev_t> DeviceAndPartitions(dev_t rdev, const std::string& root, std::ve
   return devs;
 }
 
-std::vector<std::string> MountsOf(const std::set<dev_t>& devs, const std::string& root) {
-  std::vector<std::string> out;
-  std::ifstream in(root + "/proc/self/mountinfo");
-  std::string line;
-  while (std::getline(in, line)) {
-    std::istringstream fields(line);
-    std::string id, parent, majmin, fsroot, point;
-    if (!(fields >> id >> parent >> majmin >> fsroot >> point)) continue;
-    auto d = ParseDev(majmin);
-    if (d && devs.count(*d)) out.push_back(Unescape(point));
-  }
-  return out;
-}
-
 std::vector<std::string> HoldersOf(const std::vector<std::string>& dirs) {
   std::vector<std::string> out;
   std::error_code ec;
@@ -109,6 +96,31 @@ std::string DeviceNode(dev_t rdev, const std::string& root) {
 
 }  // namespace
 
+std::vector<MountInfo> MountsFromMountinfo(const std::string& mountinfo, dev_t device,
+                                           const std::vector<dev_t>& partitions) {
+  std::vector<MountInfo> out;
+  std::istringstream lines(mountinfo);
+  for (std::string line; std::getline(lines, line);) {
+    // id parent major:minor root mount-point options [optional...] - fstype source super-options
+    std::istringstream fields(line);
+    std::string id, parent, majmin, fsroot, point, options, fstype, source;
+    if (!(fields >> id >> parent >> majmin >> fsroot >> point >> options)) continue;
+    auto d = ParseDev(majmin);
+    if (!d) continue;
+    bool partition = std::find(partitions.begin(), partitions.end(), *d) != partitions.end();
+    if (*d != device && !partition) continue;
+    size_t dash = line.find(" - ");
+    if (dash != std::string::npos) std::istringstream(line.substr(dash + 3)) >> fstype >> source;
+    bool rw = options == "rw" || options.starts_with("rw,");
+    out.push_back({Unescape(source), Unescape(point), rw, *d != device});
+  }
+  return out;
+}
+
+bool BlockUse::mounted_read_write() const {
+  return std::any_of(mount_info.begin(), mount_info.end(), [](const MountInfo& m) { return m.read_write; });
+}
+
 std::string BlockUse::Why() const {
   std::string why;
   for (const std::string& m : mounts) why += (why.empty() ? "" : ", ") + fmt::format("mounted on {}", m);
@@ -127,7 +139,15 @@ BlockUse UseOfBlockDevice(dev_t rdev, const std::string& root) {
   use.device = DeviceNode(rdev, root);
   std::vector<std::string> dirs;
   std::set<dev_t> devs = DeviceAndPartitions(rdev, root, &dirs);
-  use.mounts = MountsOf(devs, root);
+  std::vector<dev_t> partitions;
+  for (dev_t d : devs) {
+    if (d != rdev) partitions.push_back(d);
+  }
+  std::ifstream in(root + "/proc/self/mountinfo");
+  std::stringstream text;
+  text << in.rdbuf();
+  use.mount_info = MountsFromMountinfo(text.str(), rdev, partitions);
+  for (const MountInfo& m : use.mount_info) use.mounts.push_back(m.point);
   use.holders = HoldersOf(dirs);
   use.busy = ExclusivelyOpened(use.device);
   if (!root.empty()) use.device = use.device.substr(root.size());

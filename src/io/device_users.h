@@ -26,9 +26,19 @@
 
 namespace flashpipe::io {
 
+// One mount of a device or of one of its partitions, from mountinfo
+// (paths unescaped: "\040" is a blank).
+struct MountInfo {
+  std::string source;  // what mountinfo names: "/dev/loop3p1"
+  std::string point;   // "/mnt"
+  bool read_write = false;
+  bool partition = false;  // of a partition of the device, not of the device itself
+};
+
 struct BlockUse {
   std::string device;                // "/dev/loop3"
   std::vector<std::string> mounts;   // mount points of it or of its partitions
+  std::vector<MountInfo> mount_info;  // the same mounts, with source and mode
   std::vector<std::string> holders;  // "dm-0"
   bool busy = false;                 // an O_EXCL open fails with EBUSY
   bool in_use() const { return !mounts.empty() || !holders.empty() || busy; }
@@ -37,7 +47,13 @@ struct BlockUse {
   std::string Why() const;
   // "/dev/loop3 (mounted on /mnt)", or just the device when not in use.
   std::string Describe() const;
+  bool mounted_read_write() const;
 };
+
+// The mounts in mountinfo text of `device` (partition false) and of the
+// devices in `partitions` (partition true).
+std::vector<MountInfo> MountsFromMountinfo(const std::string& mountinfo, dev_t device,
+                                           const std::vector<dev_t>& partitions);
 
 // The uses of block device `rdev` and of its partitions.
 BlockUse UseOfBlockDevice(dev_t rdev, const std::string& root = "");

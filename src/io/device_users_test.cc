@@ -149,5 +149,29 @@ TEST(LoopDevicesTest, RealLoopDeviceOverAFile) {
   Shell("losetup -d " + loop);
 }
 
+// One reader of mountinfo for every command: the device's own mounts and
+// its partitions', with source and mode, paths unescaped.
+TEST(DeviceUsersTest, MountsOfTheDeviceAndItsPartitionsFromMountinfo) {
+  std::string info =
+      "22 1 254:0 / / rw,relatime shared:1 - ext4 /dev/vda rw\n"
+      "40 22 7:3 / /mnt/a\\040b rw,noatime shared:2 - ext4 /dev/loop3 rw\n"
+      "41 22 259:1 / /mnt/c ro,relatime shared:3 - vfat /dev/loop3p1 ro\n";
+  auto mounts = MountsFromMountinfo(info, makedev(7, 3), {makedev(259, 1)});
+  ASSERT_EQ(mounts.size(), 2u);
+  EXPECT_EQ(mounts[0].source, "/dev/loop3");
+  EXPECT_EQ(mounts[0].point, "/mnt/a b");
+  EXPECT_TRUE(mounts[0].read_write);
+  EXPECT_FALSE(mounts[0].partition);
+  EXPECT_EQ(mounts[1].source, "/dev/loop3p1");
+  EXPECT_FALSE(mounts[1].read_write);
+  EXPECT_TRUE(mounts[1].partition);
+  BlockUse use{.mount_info = mounts};
+  EXPECT_TRUE(use.mounted_read_write());
+  BlockUse ro{.mount_info = MountsFromMountinfo(info, makedev(259, 1), {})};
+  ASSERT_EQ(ro.mount_info.size(), 1u);
+  EXPECT_FALSE(ro.mount_info[0].partition);
+  EXPECT_FALSE(ro.mounted_read_write());
+}
+
 }  // namespace
 }  // namespace flashpipe::io

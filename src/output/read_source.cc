@@ -9,7 +9,6 @@
 #include "base/units.h"
 #include "io/gpt.h"
 #include "base/page_cache.h"
-#include "output/device_use.h"
 
 namespace flashpipe::output {
 namespace {
@@ -39,13 +38,33 @@ Result<Resolved> Resolve(const std::string& spec) {
   return r;
 }
 
+}  // namespace
+
+std::string MountWarning(const std::string& path, const io::BlockUse& use) {
+  std::vector<std::string> where;
+  bool whole = true;
+  for (const io::MountInfo& m : use.mount_info) {
+    whole = whole && !m.partition;
+    where.push_back(fmt::format("{} at {} ({})", m.source, m.point, m.read_write ? "read-write" : "read-only"));
+  }
+  const bool rw = use.mounted_read_write();
+  std::string what = whole ? fmt::format("{} is mounted at {}", path, use.mount_info.front().point)
+                           : fmt::format("{} has mounted partitions: {}", path, fmt::join(where, ", "));
+  if (whole) what += rw ? " (read-write)" : " (read-only)";
+  if (!rw) return what;
+  return what + ": files may change while they are read, so the image may be inconsistent (unmount it or "
+                "remount it read-only first)";
+}
+
+namespace {
+
 // Claims the device (O_EXCL) or says why it may or may not be read without.
 Status Claim(const Resolved& r, bool force, ReadSource* src) {
   src->claim = UniqueFd(::open(r.path.c_str(), O_RDONLY | O_EXCL | O_CLOEXEC));
   if (src->claim.valid()) return Status::Ok();
   if (errno != EBUSY) return ErrnoError(fmt::format("cannot open {}", r.path));
-  DeviceUse use = FindDeviceUse(r.st.st_rdev);
-  if (!use.mounts.empty()) {
+  io::BlockUse use = io::UseOfBlockDevice(r.st.st_rdev);
+  if (!use.mount_info.empty()) {
     src->warnings.push_back(MountWarning(r.path, use));
     return Status::Ok();
   }

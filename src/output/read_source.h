@@ -33,6 +33,7 @@
 #include "base/file_id.h"
 #include "base/status.h"
 #include "base/unique_fd.h"
+#include "io/device_users.h"
 #include "io/target.h"
 
 namespace flashpipe::output {
@@ -61,5 +62,11 @@ struct ReadSource {
 };
 
 Result<ReadSource> OpenSource(const SourceRequest& request);
+
+// What `read` says about a mounted device (io::UseOfBlockDevice): "/dev/sdb
+// is mounted at /mnt (read-only)", or "/dev/sdb has mounted partitions:
+// /dev/sdb1 at /boot (read-only), ..."; a read-write mount adds why that
+// matters. `use` has at least one mount.
+std::string MountWarning(const std::string& path, const io::BlockUse& use);
 
 }  // namespace flashpipe::output

@@ -8,7 +8,6 @@
 
 #include <cstdio>
 
-#include "output/device_use.h"
 #include "testing/temp_dir.h"
 
 namespace flashpipe::output {
@@ -104,27 +103,6 @@ TEST_F(SourceFileTest, APathWithAColonThatExistsIsAPath) {
   EXPECT_EQ(none.status().code(), Code::kNotFound);
 }
 
-TEST(DeviceUseTest, MountsOfTheDeviceAndItsPartitionsFromMountinfo) {
-  std::string info =
-      "22 1 254:0 / / rw,relatime shared:1 - ext4 /dev/vda rw\n"
-      "40 22 7:3 / /mnt/a rw,noatime shared:2 - ext4 /dev/loop3 rw\n"
-      "41 22 259:1 / /mnt/b ro,relatime shared:3 - vfat /dev/loop3p1 ro\n";
-  DeviceUse use;
-  MountsFromMountinfo(info, {makedev(7, 3), makedev(259, 1)}, &use);
-  ASSERT_EQ(use.mounts.size(), 2u);
-  EXPECT_EQ(use.mounts[0].source, "/dev/loop3");
-  EXPECT_EQ(use.mounts[0].point, "/mnt/a");
-  EXPECT_TRUE(use.mounts[0].read_write);
-  EXPECT_FALSE(use.mounts[0].partition);
-  EXPECT_EQ(use.mounts[1].source, "/dev/loop3p1");
-  EXPECT_FALSE(use.mounts[1].read_write);
-  EXPECT_TRUE(use.mounts[1].partition);
-  EXPECT_TRUE(use.mounted_read_write);
-  DeviceUse ro;
-  MountsFromMountinfo(info, {makedev(259, 1)}, &ro);
-  EXPECT_FALSE(ro.mounted_read_write);
-}
-
 // On a loop device (root): another program's exclusive open refuses the
 // read; the claim we hold keeps writers out while we read.
 class SourceDeviceTest : public ::testing::Test {
@@ -180,11 +158,10 @@ TEST_F(SourceDeviceTest, AMountedDeviceIsReadWithAWarning) {
                             "so the image may be inconsistent (unmount it or remount it read-only first)");
 }
 
-TEST(DeviceUseTest, TheWarningNamesAMountedPartitionAndSaysWhatReadWriteMeans) {
-  DeviceUse whole{.mounts = {{"/dev/sdb", "/mnt", false}}};
+TEST(MountWarningTest, TheWarningNamesAMountedPartitionAndSaysWhatReadWriteMeans) {
+  io::BlockUse whole{.mount_info = {{"/dev/sdb", "/mnt", false}}};
   EXPECT_EQ(MountWarning("/dev/sdb", whole), "/dev/sdb is mounted at /mnt (read-only)");
-  DeviceUse parts{.mounts = {{"/dev/sdb1", "/boot", false, true}, {"/dev/sdb2", "/", true, true}},
-                  .mounted_read_write = true};
+  io::BlockUse parts{.mount_info = {{"/dev/sdb1", "/boot", false, true}, {"/dev/sdb2", "/", true, true}}};
   EXPECT_EQ(MountWarning("/dev/sdb", parts),
             "/dev/sdb has mounted partitions: /dev/sdb1 at /boot (read-only), /dev/sdb2 at / (read-write): files may "
             "change while they are read, so the image may be inconsistent (unmount it or remount it read-only first)");
