@@ -5,12 +5,15 @@
 #   scripts/sanitize.sh        (prints one line per binary: "ok NAME")
 set -euo pipefail
 cd "$(dirname "$0")/.."
-tests=(base_test sparse_test lp_test io_test input_test output_test wire_test fastboot_test host_test bench_test superimg_test)
 if [ ! -f build-asan/build.ninja ]; then
   cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug \
     -DCMAKE_CXX_FLAGS="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer" \
     -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" >/dev/null
 fi
+# Every layer's unit-test binary, as the build defines them (CMakeLists.txt:
+# one LAYER_test per src/LAYER with tests), not a list kept here.
+mapfile -t tests < <(cmake --build build-asan --target help | sed -n 's/^\([a-z0-9_]*_test\)\[1\]_tests\.cmake: .*/\1/p' | sort -u)
+[ ${#tests[@]} -gt 0 ] || { echo "FAILED: no unit-test binaries defined in build-asan"; exit 1; }
 cmake --build build-asan -j2 --target "${tests[@]}" | tail -1
 failed=0
 for t in "${tests[@]}"; do
