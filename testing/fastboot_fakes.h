@@ -7,7 +7,7 @@
 //                  Counts syncs and the bytes written since the last one,
 //                  logs every read (reads());
 //                  Hold() makes writes block until Release() (another thread).
-//   ScriptedTransport  a Transport that replays scripted commands and data
+//   ScriptedConnection  a Connection that replays scripted commands and data
 //                  and records every response; Stall() is a client that
 //                  goes silent (reads wait for the session's deadline),
 //                  SetDelay() one that trickles, SetGone() one that left.
@@ -31,7 +31,7 @@
 #include <vector>
 
 #include "base/status.h"
-#include "fastboot/transport.h"
+#include "fastboot/connection.h"
 #include "io/io_queue.h"
 #include "wire/protocol.h"
 
@@ -129,18 +129,18 @@ class MemQueue final : public io::IoQueue {
   bool held_ = false;
 };
 
-class ScriptedTransport final : public fastboot::StreamTransport {
+class ScriptedConnection final : public fastboot::StreamConnection {
  public:
-  ScriptedTransport& Command(std::string c) { in_.push_back({Kind::kCommand, std::move(c)}); return *this; }
-  ScriptedTransport& Data(std::string_view bytes) { in_.push_back({Kind::kData, std::string(bytes)}); return *this; }
-  ScriptedTransport& Data(const std::vector<uint8_t>& bytes) {
+  ScriptedConnection& Command(std::string c) { in_.push_back({Kind::kCommand, std::move(c)}); return *this; }
+  ScriptedConnection& Data(std::string_view bytes) { in_.push_back({Kind::kData, std::string(bytes)}); return *this; }
+  ScriptedConnection& Data(const std::vector<uint8_t>& bytes) {
     return Data(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
   }
   // The client goes away here.
-  ScriptedTransport& Close() { in_.push_back({Kind::kClose, {}}); return *this; }
+  ScriptedConnection& Close() { in_.push_back({Kind::kClose, {}}); return *this; }
   // The client sends nothing more: every read waits for the deadline the
   // session set and fails with kTimedOut (kCancelled when there is none).
-  ScriptedTransport& Stall() { in_.push_back({Kind::kStall, {}}); return *this; }
+  ScriptedConnection& Stall() { in_.push_back({Kind::kStall, {}}); return *this; }
   // At most this many bytes per ReadData call (to test slicing).
   void SetMaxSlice(size_t n) { max_slice_ = n; }
   // Each ReadData call first sleeps this long (a slow client).

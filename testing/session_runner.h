@@ -1,5 +1,5 @@
 // RunSession / RunOne: drive a FastbootDevice through one Session over a
-// ScriptedTransport, for the daemon's session-level tests (header-only).
+// ScriptedConnection, for the daemon's session-level tests (header-only).
 //   RunSession  runs the script to its end; the session must end cleanly;
 //               returns the final (non-INFO) responses.
 //   RunOne      one command in a session of its own: its final response as
@@ -20,14 +20,14 @@
 
 namespace flashpipe::testing {
 
-inline std::vector<std::string> RunSession(fastboot::FastbootDevice* device, ScriptedTransport& t) {
+inline std::vector<std::string> RunSession(fastboot::FastbootDevice* device, ScriptedConnection& t) {
   Status st = fastboot::Session(device, &t).Run();
   EXPECT_TRUE(st.ok()) << st.ToString();
   return t.Finals();
 }
 
 inline std::string RunOne(fastboot::FastbootDevice* device, const std::string& command, bool whole_fail = false) {
-  ScriptedTransport t;
+  ScriptedConnection t;
   t.Command(command);
   auto finals = RunSession(device, t);
   if (finals.empty()) return "";

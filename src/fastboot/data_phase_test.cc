@@ -11,7 +11,7 @@
 #include <thread>
 
 #include "base/endian.h"
-#include "fastboot/ffs_transport.h"
+#include "fastboot/ffs_connection.h"
 #include "fastboot/tcp.h"
 #include "fastboot/udp.h"
 #include "testing/fake_ffs.h"
@@ -42,7 +42,7 @@ std::string Frame(std::string_view payload) {
 TEST(TcpDataPhaseTest, OneFrameAfterTheDataResponse) {
   int sv[2];
   ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
-  TcpTransport t(UniqueFd(sv[0]), "test", 2000ms);
+  TcpConnection t(UniqueFd(sv[0]), "test", 2000ms);
   EXPECT_EQ(t.max_data(), UINT32_MAX);
   std::string data = RandomBytes(70000, 1);
   std::thread device([&] {
@@ -70,7 +70,7 @@ TEST(UsbDataPhaseTest, WholePacketsThenOneShortNoZeroLengthPacket) {
   for (uint32_t mps : {64u, 512u}) {
     for (size_t size : {size_t{1}, size_t{64 * 1000}, size_t{700001}}) {
       testing::FakeEndpoints fake(mps);
-      UsbTransport t(&fake, UsbOptions{.read_size = 16 << 10});
+      FfsConnection t(&fake, UsbOptions{.read_size = 16 << 10});
       ASSERT_TRUE(t.Start("usb test").ok());
       std::string data = RandomBytes(size, static_cast<uint32_t>(size));
       std::thread device([&] {

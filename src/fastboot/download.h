@@ -31,7 +31,7 @@
 
 #include "base/prefaulter.h"
 #include "base/status.h"
-#include "fastboot/transport.h"
+#include "fastboot/connection.h"
 #include "sparse/decoder.h"
 #include "sparse/sink.h"
 

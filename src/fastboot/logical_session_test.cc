@@ -23,7 +23,7 @@ namespace flashpipe::fastboot {
 namespace {
 
 using testing::MemQueue;
-using testing::ScriptedTransport;
+using testing::ScriptedConnection;
 using testing::SparseBuilder;
 
 constexpr uint64_t kMiB = 1 << 20;
@@ -109,10 +109,10 @@ class LogicalSessionTest : public ::testing::Test {
     }
     EXPECT_TRUE(mem_.violations().empty());
   }
-  std::vector<std::string> Run(ScriptedTransport& t) { return testing::RunSession(device_.get(), t); }
+  std::vector<std::string> Run(ScriptedConnection& t) { return testing::RunSession(device_.get(), t); }
   std::string One(const std::string& command) { return testing::RunOne(device_.get(), command); }
   std::vector<std::string> Send(const std::vector<uint8_t>& bytes, const std::string& command) {
-    ScriptedTransport t;
+    ScriptedConnection t;
     t.Command("download:" + Hex8(bytes.size())).Data(bytes).Command(command);
     return Run(t);
   }
@@ -138,7 +138,7 @@ TEST_F(LogicalSessionTest, GetvarAnswersForLogicalPartitions) {
   EXPECT_EQ(One("getvar:has-slot:super"), "OKAYno");
   EXPECT_EQ(One("getvar:has-slot:odm"), "OKAYno");  // as fastbootd, for `flashall --slot all`
   EXPECT_EQ(One("getvar:is-logical:nope"), "FAILpartition 'nope' not found");
-  ScriptedTransport t;
+  ScriptedConnection t;
   t.Command("getvar:all");
   Run(t);
   auto infos = t.Infos();
@@ -245,7 +245,7 @@ TEST_F(LogicalSessionTest, ResizeCreateDeleteChangeTheMetadataOnDisk) {
 
   // No room: a clear FAIL, the reason in INFO lines first; nothing changes.
   const std::vector<uint8_t> before = mem_.disk();
-  ScriptedTransport t;
+  ScriptedConnection t;
   t.Command("create-logical-partition:huge:100000000");
   EXPECT_EQ(Run(t), std::vector<std::string>{"FAILnot enough free space for partition huge"});
   std::string info;
@@ -363,7 +363,7 @@ TEST_F(LogicalSessionTest, FlashingTheSuperReadsItsMetadataAgain) {
 TEST_F(LogicalSessionTest, FetchReadsALogicalPartitionOnlyInsideItsExtent) {
   auto vendor = SparseBuilder::RandomBytes(kMiB, 3);
   ASSERT_EQ(Send(vendor, "flash:vendor_a"), kOkay2);
-  ScriptedTransport t;
+  ScriptedConnection t;
   t.Command("fetch:vendor_a:0x1000:0x2000");
   EXPECT_EQ(Run(t), std::vector<std::string>{"OKAY"});
   EXPECT_EQ(t.sent().front(), "DATA00002000");

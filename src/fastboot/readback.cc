@@ -121,7 +121,7 @@ Result<std::span<const uint8_t>> RangeReader::Next() {
 
 // --- the two uses ------------------------------------------------------------
 
-Status SendRange(Transport& transport, RangeReader& reader, uint64_t size, Status* read_error) {
+Status SendRange(Connection& transport, RangeReader& reader, uint64_t size, Status* read_error) {
   FP_RETURN_IF_ERROR(transport.BeginData(size));
   FP_RETURN_IF_ERROR(transport.Send(wire::Data(static_cast<uint32_t>(size))));
   uint64_t sent = 0;

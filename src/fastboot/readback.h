@@ -27,7 +27,7 @@
 #include "base/sha256.h"
 #include "base/status.h"
 #include "fastboot/storage.h"
-#include "fastboot/transport.h"
+#include "fastboot/connection.h"
 
 namespace flashpipe::fastboot {
 
@@ -78,7 +78,7 @@ class RangeReader {
 // that the client is not left waiting for bytes, and the read error is put
 // in *read_error for the final FAIL.
 // REQUIRES: 0 < range.size <= transport.max_data().
-Status SendRange(Transport& transport, RangeReader& reader, uint64_t size, Status* read_error);
+Status SendRange(Connection& transport, RangeReader& reader, uint64_t size, Status* read_error);
 
 // SHA-256 of the range as it reads back now. `progress(done)` runs after each
 // piece; its error stops the digest.

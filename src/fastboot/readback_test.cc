@@ -18,7 +18,7 @@ namespace flashpipe::fastboot {
 namespace {
 
 using testing::MemQueue;
-using testing::ScriptedTransport;
+using testing::ScriptedConnection;
 
 constexpr uint64_t kMiB = 1 << 20;
 
@@ -53,7 +53,7 @@ class ReadbackTest : public ::testing::Test {
                                                PersistentState::InMemory());
   }
 
-  std::vector<std::string> Run(ScriptedTransport& t) { return testing::RunSession(device_.get(), t); }
+  std::vector<std::string> Run(ScriptedConnection& t) { return testing::RunSession(device_.get(), t); }
   // The final response; a FAIL's whole reason (sent ahead as INFO lines).
   std::string One(const std::string& command) { return testing::RunOne(device_.get(), command, /*whole_fail=*/true); }
   std::string Bytes(const std::string& part, uint64_t offset, uint64_t size) {
@@ -76,7 +76,7 @@ class ReadbackTest : public ::testing::Test {
     }
   }
   // The digest a session answered: the two "sha256 i/2" INFO lines.
-  static std::string DigestOf(const ScriptedTransport& t) {
+  static std::string DigestOf(const ScriptedConnection& t) {
     std::string hex;
     for (const auto& info : t.Infos()) {
       if (info.starts_with("sha256 1/2 ") || info.starts_with("sha256 2/2 ")) hex += info.substr(11);
@@ -103,7 +103,7 @@ TEST_F(ReadbackTest, FetchSendsTheRangeAsOneDataPhase) {
   };
   for (const auto& c : cases) {
     mem_.ClearReads();
-    ScriptedTransport t;
+    ScriptedConnection t;
     t.Command(c.command);
     EXPECT_EQ(Run(t), std::vector<std::string>{"OKAY"}) << c.command;
     EXPECT_EQ(t.sent().front(), fmt::format("DATA{:08x}", c.size)) << c.command;
@@ -117,7 +117,7 @@ TEST_F(ReadbackTest, FetchSendsTheRangeAsOneDataPhase) {
 // still never outside the partition, and only the asked bytes are sent.
 TEST_F(ReadbackTest, UnalignedRangeWithDirectIoStaysInsideThePartition) {
   Make({}, nullptr, /*direct=*/true);
-  ScriptedTransport t;
+  ScriptedConnection t;
   t.Command("fetch:misc:0x3:0xfffd");  // to the partition's last byte
   EXPECT_EQ(Run(t), std::vector<std::string>{"OKAY"});
   EXPECT_TRUE(t.data() == Bytes("misc", 3, 0xfffd));
@@ -142,7 +142,7 @@ TEST_F(ReadbackTest, RangesOutsideThePartitionFailWithTheReason) {
 }
 
 TEST_F(ReadbackTest, EmptyRangeIsOkayWithoutDataPhase) {  // as fastbootd
-  ScriptedTransport t;
+  ScriptedConnection t;
   t.Command("fetch:system:0x200000").Command("fetch:system:0:0");
   EXPECT_EQ(Run(t), (std::vector<std::string>{"OKAYread 0 bytes", "OKAYread 0 bytes"}));
   EXPECT_EQ(t.data_phases(), 0);
@@ -152,7 +152,7 @@ TEST_F(ReadbackTest, EmptyRangeIsOkayWithoutDataPhase) {  // as fastbootd
 // than the transport carries (UDP: 1 MiB); getvar says the limit.
 TEST_F(ReadbackTest, MaxFetchSizeFollowsTheDownloadLimitAndTheTransport) {
   EXPECT_EQ(One("getvar:max-fetch-size"), "OKAY0x00200000");
-  ScriptedTransport t;
+  ScriptedConnection t;
   t.SetMaxData(kMiB);
   t.Command("getvar:max-fetch-size").Command("fetch:system").Command("fetch:system:0:0x100000");
   auto r = Run(t);
@@ -161,7 +161,7 @@ TEST_F(ReadbackTest, MaxFetchSizeFollowsTheDownloadLimitAndTheTransport) {
   EXPECT_EQ(r[1], "FAIL0x200000 bytes > max-fetch-size 0x100000: fetch in parts");
   EXPECT_EQ(r[2], "OKAY");
   EXPECT_EQ(t.data().size(), kMiB);
-  ScriptedTransport none;
+  ScriptedConnection none;
   none.SetMaxData(0);
   none.Command("getvar:max-fetch-size");
   EXPECT_EQ(Run(none), std::vector<std::string>{"FAILfetch is not supported over this transport"});
@@ -169,7 +169,7 @@ TEST_F(ReadbackTest, MaxFetchSizeFollowsTheDownloadLimitAndTheTransport) {
 
 TEST_F(ReadbackTest, LockedDeviceGivesOutNothing) {
   ASSERT_EQ(One("flashing lock"), "OKAY");
-  ScriptedTransport t;
+  ScriptedConnection t;
   t.Command("fetch:system:0:16").Command("upload").Command("oem stage:system:0:16").Command("oem digest:misc:0:1");
   auto r = Run(t);
   ASSERT_EQ(r.size(), 4u);
@@ -186,7 +186,7 @@ TEST_F(ReadbackTest, LockedDeviceGivesOutNothing) {
 // as it reads back when uploaded, also in a later session (29.0.6 stages
 // and uploads in two runs).
 TEST_F(ReadbackTest, UploadSendsTheStagedRangeReadNow) {
-  ScriptedTransport t;
+  ScriptedConnection t;
   t.Command("upload").Command("oem stage:system:0x1000:0x3000").Command("upload");
   auto r = Run(t);
   // The whole reason went out as INFO lines; the FAIL keeps its first part.
@@ -196,19 +196,19 @@ TEST_F(ReadbackTest, UploadSendsTheStagedRangeReadNow) {
   EXPECT_TRUE(t.data() == Bytes("system", 0x1000, 0x3000));
 
   mem_.disk()[3 * kMiB + 0x1000] ^= 0xff;  // changed behind the daemon's back
-  ScriptedTransport next_session;
+  ScriptedConnection next_session;
   next_session.Command("upload");
   EXPECT_EQ(Run(next_session), std::vector<std::string>{"OKAY"});
   EXPECT_TRUE(next_session.data() == Bytes("system", 0x1000, 0x3000));
 
-  ScriptedTransport again;
+  ScriptedConnection again;
   again.Command("oem stage system 4096 12288").Command("upload").Command("fetch:misc:16:32").Command("upload");
   EXPECT_EQ(Run(again), (std::vector<std::string>{"OKAY", "OKAY", "OKAY", "OKAY"}));
   EXPECT_TRUE(again.data() == Bytes("system", 0x1000, 0x3000) + Bytes("misc", 16, 32) + Bytes("misc", 16, 32));
   EXPECT_EQ(One("oem stage:system:0:0"), "FAILoem stage: 0 bytes");
 
   ASSERT_EQ(One("oem stage:system:0:0x180000"), "OKAY");
-  ScriptedTransport udp_like;  // a staged range too large for this transport
+  ScriptedConnection udp_like;  // a staged range too large for this transport
   udp_like.SetMaxData(kMiB);
   udp_like.Command("upload");
   EXPECT_EQ(Run(udp_like), std::vector<std::string>{"FAILstaged 0x180000 bytes > max-fetch-size 0x100000"});
@@ -221,7 +221,7 @@ TEST_F(ReadbackTest, ReadErrorMidPhaseCompletesThePhaseThenFails) {
   testing::FaultQueue faulty(&mem_);
   faulty.FailReads(3 * kMiB + 0x40000, EIO);
   Make({.request_size = 64 << 10}, &faulty);
-  ScriptedTransport t;
+  ScriptedConnection t;
   t.Command("fetch:system:0:0x80000").Command("getvar:version");
   auto r = Run(t);
   ASSERT_EQ(r.size(), 2u);
@@ -236,7 +236,7 @@ TEST_F(ReadbackTest, ReadErrorMidPhaseCompletesThePhaseThenFails) {
 }
 
 TEST_F(ReadbackTest, ClientGoneMidPhaseEndsTheSession) {
-  ScriptedTransport t;
+  ScriptedConnection t;
   t.SetDataGoneAfter(100000);
   t.Command("fetch:system").Command("getvar:version");
   EXPECT_TRUE(Session(device_.get(), &t).Run().ok());
@@ -257,7 +257,7 @@ TEST_F(ReadbackTest, DigestMatchesOpenSsl) {
   };
   for (const auto& c : cases) {
     mem_.ClearReads();
-    ScriptedTransport t;
+    ScriptedConnection t;
     t.Command(c.command);
     EXPECT_EQ(Run(t), std::vector<std::string>{"OKAY"}) << c.command;
     EXPECT_EQ(DigestOf(t), OpenSslSha256(Span(Bytes(c.part, c.offset, c.size)))) << c.command;
@@ -269,12 +269,12 @@ TEST_F(ReadbackTest, DigestMatchesOpenSsl) {
 }
 
 TEST_F(ReadbackTest, DigestSeesAByteChangedBehindTheDaemon) {
-  ScriptedTransport t;
+  ScriptedConnection t;
   t.Command("oem digest:system:0:0x100000");
   Run(t);
   std::string before = DigestOf(t);
   mem_.disk()[3 * kMiB + 0x12345] ^= 0x01;
-  ScriptedTransport t2;
+  ScriptedConnection t2;
   t2.Command("oem digest:system:0:0x100000");
   Run(t2);
   EXPECT_NE(DigestOf(t2), before);
@@ -289,7 +289,7 @@ TEST_F(ReadbackTest, LongDigestSendsKeepalives) {
     if (op.kind == io::OpKind::kRead) std::this_thread::sleep_for(std::chrono::milliseconds(40));
   });
   Make({.request_size = 64 << 10}, &slow);
-  ScriptedTransport t;
+  ScriptedConnection t;
   t.Command("oem digest:system");  // 32 reads of 64 KiB, 1.3 s
   EXPECT_EQ(Run(t), std::vector<std::string>{"OKAY"});
   auto infos = t.Infos();
@@ -314,7 +314,7 @@ TEST_F(ReadbackTest, ReadsWaitForWriteBehind) {
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
     mem_.Release();
   });
-  ScriptedTransport t;
+  ScriptedConnection t;
   t.Command("download:00010000").Data(image).Command("flash:misc").Command("fetch:misc:0:0x10000");
   auto r = Run(t);
   release.join();

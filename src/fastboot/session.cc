@@ -125,7 +125,7 @@ const Session::VarSpec Session::kVars[] = {
     {"max-fetch-size", &Session::VarMaxFetchSize, kDevice},
 };
 
-Session::Session(FastbootDevice* device, Transport* transport) : device_(device), transport_(transport) {}
+Session::Session(FastbootDevice* device, Connection* transport) : device_(device), transport_(transport) {}
 
 Status Session::Run() {
   device_->ForgetDownload();

@@ -1,5 +1,5 @@
 // Session: one client's conversation with a FastbootDevice, driven through a
-// Transport. Commands dispatch through a table (name, handler, what it may do
+// Connection. Commands dispatch through a table (name, handler, what it may do
 // while the device is locked, whether write-behind flashes must finish
 // first, whether it takes an argument); variables through another.
 //
@@ -41,13 +41,13 @@
 #include "fastboot/device.h"
 #include "fastboot/dynamic_partitions.h"
 #include "fastboot/hook_env.h"
-#include "fastboot/transport.h"
+#include "fastboot/connection.h"
 
 namespace flashpipe::fastboot {
 
 class Session {
  public:
-  Session(FastbootDevice* device, Transport* transport);
+  Session(FastbootDevice* device, Connection* transport);
 
   // OK when the client went away or a reboot/shutdown ended the session;
   // kTimedOut when a time limit ended it; another error when the transport
@@ -168,13 +168,13 @@ class Session {
   static const BuiltinOem kBuiltinOems[];
 
   FastbootDevice* device_;
-  Transport* transport_;
+  Connection* transport_;
   After after_ = After::kContinue;
   std::string reboot_target_;
   std::string boot_image_;  // the file `boot` saved, for the boot hook
   Status transport_error_;
   Status end_status_;  // why the session was ended early (a time limit)
-  Transport::Deadline deadline_ = Transport::Deadline::max();
+  Connection::Deadline deadline_ = Connection::Deadline::max();
 };
 
 }  // namespace flashpipe::fastboot

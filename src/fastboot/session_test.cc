@@ -19,7 +19,7 @@ namespace flashpipe::fastboot {
 namespace {
 
 using testing::MemQueue;
-using testing::ScriptedTransport;
+using testing::ScriptedConnection;
 using testing::SparseBuilder;
 
 constexpr uint64_t kMiB = 1 << 20;
@@ -44,7 +44,7 @@ class SessionTest : public ::testing::Test {
                                                PersistentState::InMemory());
   }
 
-  std::vector<std::string> Run(ScriptedTransport& t) { return testing::RunSession(device_.get(), t); }
+  std::vector<std::string> Run(ScriptedConnection& t) { return testing::RunSession(device_.get(), t); }
   std::string One(const std::string& command) { return testing::RunOne(device_.get(), command); }
   std::vector<uint8_t> Bytes(const Partition& p) {
     return {mem_.disk().begin() + p.offset, mem_.disk().begin() + p.offset + p.size};
@@ -62,7 +62,7 @@ class SessionTest : public ::testing::Test {
     EXPECT_TRUE(mem_.violations().empty()) << mem_.violations()[0];
   }
   std::vector<std::string> Flash(const std::string& part, const std::vector<uint8_t>& image, size_t slice = SIZE_MAX) {
-    ScriptedTransport t;
+    ScriptedConnection t;
     t.SetMaxSlice(slice);
     t.Command("download:" + Hex8(image.size())).Data(image).Command("flash:" + part);
     return Run(t);
@@ -121,7 +121,7 @@ TEST_F(SessionTest, GetvarFailures) {
 }
 
 TEST_F(SessionTest, GetvarAllListsEveryVariableAsInfo) {
-  ScriptedTransport t;
+  ScriptedConnection t;
   t.Command("getvar:all");
   EXPECT_EQ(Run(t), std::vector<std::string>{"OKAY"});
   auto infos = t.Infos();
@@ -146,7 +146,7 @@ TEST_F(SessionTest, GetvarAllKeepsTheWholeSizeOfA36CharacterPartitionName) {
                  .mem_align = 512, .offset_align = 512, .max_request = kMiB, .direct = false};
   device_ = std::make_unique<FastbootDevice>(DeviceConfig{}, Storage::ForQueue(&mem_, g, parts_),
                                              PersistentState::InMemory());
-  ScriptedTransport t;
+  ScriptedConnection t;
   t.Command("getvar:all");
   EXPECT_EQ(Run(t), std::vector<std::string>{"OKAY"});
   auto infos = t.Infos();
@@ -192,7 +192,7 @@ TEST_F(SessionTest, WrongCrc32ChunkFailsAndNothingIsWritten) {
   SparseBuilder b(4096);
   b.RawBlocks(3, 1).Fill(4, 0x11223344).CrcValue(0x12345678).RawBlocks(1, 2);
   auto simg = b.Build();
-  ScriptedTransport t;
+  ScriptedConnection t;
   t.SetMaxSlice(777);
   t.Command("download:" + Hex8(simg.size())).Data(simg).Command("flash:system");
   auto r = Run(t);
@@ -254,7 +254,7 @@ TEST_F(SessionTest, DownloadLimitsAndMalformedSizes) {
 }
 
 TEST_F(SessionTest, ClientGoneMidDownloadWritesNothing) {
-  ScriptedTransport t;
+  ScriptedConnection t;
   t.Command("download:00001000").Data(std::string(100, 'x')).Close();
   auto r = Run(t);
   EXPECT_EQ(t.sent(), std::vector<std::string>{"DATA00001000"});
@@ -290,7 +290,7 @@ TEST_F(SessionTest, LockedDeviceRefusesDownloadFlashErase) {
   EXPECT_EQ(One("download:00001000"), "FAILdownload: locked (fastboot flashing unlock)");
   EXPECT_EQ(One("flash:system"), "FAILflash: locked (fastboot flashing unlock)");
   EXPECT_EQ(One("erase:system"), "FAILerase: locked (fastboot flashing unlock)");
-  ScriptedTransport t;
+  ScriptedConnection t;
   t.Command("flashing get_unlock_ability");
   EXPECT_EQ(Run(t), std::vector<std::string>{"OKAY"});
   EXPECT_EQ(t.Infos(), std::vector<std::string>{"get_unlock_ability: 1"});
@@ -303,7 +303,7 @@ TEST_F(SessionTest, LockedDeviceRefusesDownloadFlashErase) {
 TEST_F(SessionTest, CriticalPartitionsNeedUnlockCritical) {
   Make({.critical = {"boot"}});
   auto a = SparseBuilder::RandomBytes(4096, 3);
-  ScriptedTransport t;
+  ScriptedConnection t;
   t.Command("download:" + Hex8(a.size())).Data(a).Command("flash:boot_a").Command("erase:boot_b")
       .Command("flash:system").Command("flashing unlock_critical").Command("flash:boot_a")
       .Command("flashing lock_critical").Command("erase:boot");
@@ -345,7 +345,7 @@ TEST_F(SessionTest, RebootFastbootThenIsUserspaceUntilTheNextReboot) {
 
 TEST_F(SessionTest, RebootAnswersThenEndsTheSession) {
   for (const char* cmd : {"reboot", "reboot-bootloader", "reboot-fastboot", "reboot-recovery", "continue", "shutdown"}) {
-    ScriptedTransport t;
+    ScriptedConnection t;
     t.Command(cmd).Command("getvar:version");
     EXPECT_EQ(Run(t), std::vector<std::string>{"OKAY"}) << cmd;
   }
@@ -363,7 +363,7 @@ TEST_F(SessionTest, ShutdownRunsTheHookAndCanEndTheDaemon) {
 TEST_F(SessionTest, OemRunsOnlyConfiguredCommands) {
   EXPECT_EQ(One("oem unlock-everything"), "FAILoem unlock-everything: not configured");
   Make({.oem = {{"hello", "echo hello $1; echo second"}, {"bad", "exit 3"}}});
-  ScriptedTransport t;
+  ScriptedConnection t;
   t.Command("oem hello world");
   EXPECT_EQ(Run(t), std::vector<std::string>{"OKAY"});
   EXPECT_EQ(t.Infos(), (std::vector<std::string>{"hello world", "second"}));
@@ -372,7 +372,7 @@ TEST_F(SessionTest, OemRunsOnlyConfiguredCommands) {
 }
 
 TEST_F(SessionTest, MalformedCommandsFailAndTheSessionGoesOn) {
-  ScriptedTransport t;
+  ScriptedConnection t;
   t.Command("").Command(std::string("get\x01var", 7)).Command(std::string(65, 'g')).Command("frobnicate")
       .Command("getvar:version");
   auto r = Run(t);
@@ -387,7 +387,7 @@ TEST_F(SessionTest, MalformedCommandsFailAndTheSessionGoesOn) {
 TEST_F(SessionTest, LongFailureReasonGoesOutAsInfoThenShortFail) {
   SparseBuilder b(4096);
   b.RawBlocks(1, 1).Chunk(0xBEEF, 1, {});
-  ScriptedTransport t;
+  ScriptedConnection t;
   auto simg = b.Build();
   t.Command("download:" + Hex8(simg.size())).Data(simg).Command("flash:system");
   Run(t);
@@ -403,7 +403,7 @@ TEST_F(SessionTest, LongFailureReasonGoesOutAsInfoThenShortFail) {
 TEST_F(SessionTest, WriteBehindQueuesAndGetvarWaits) {
   Make({.write_behind = true});
   auto a = SparseBuilder::RandomBytes(kMiB, 21), b = SparseBuilder::RandomBytes(kMiB, 22);
-  ScriptedTransport t;
+  ScriptedConnection t;
   t.Command("download:" + Hex8(a.size())).Data(a).Command("flash:system")
       .Command("download:" + Hex8(b.size())).Data(b).Command("flash:boot_a").Command("getvar:version");
   EXPECT_EQ(Run(t), (std::vector<std::string>{"OKAY", "OKAYqueued (write-behind)", "OKAY",
@@ -417,7 +417,7 @@ TEST_F(SessionTest, WriteBehindQueuesAndGetvarWaits) {
 
 TEST_F(SessionTest, EveryFlashIsSyncedBeforeItsOkay) {
   auto a = SparseBuilder::RandomBytes(kMiB, 21);
-  ScriptedTransport t;
+  ScriptedConnection t;
   t.Command("download:" + Hex8(a.size())).Data(a).Command("flash:system").Command("flash:boot_a");
   EXPECT_EQ(Run(t), (std::vector<std::string>{"OKAY", "OKAY", "OKAY"}));
   EXPECT_EQ(mem_.syncs(), 2);
@@ -433,7 +433,7 @@ TEST_F(SessionTest, WriteBehindSyncsOnceAfterBackToBackParts) {
   p1.RawBlocks(64, 31).DontCare(448);
   p2.DontCare(64).RawBlocks(64, 32).DontCare(384);
   auto a = p1.Build(), b = p2.Build();
-  ScriptedTransport t;
+  ScriptedConnection t;
   t.Command("download:" + Hex8(a.size())).Data(a).Command("flash:system")
       .Command("download:" + Hex8(b.size())).Data(b).Command("flash:system").Command("getvar:version");
   mem_.Hold();  // the first part's writes block until the second flash waits
@@ -459,7 +459,7 @@ TEST_F(SessionTest, WriteBehindErrorIsReportedByTheNextCommand) {
   faulty.FailWrites(3 * kMiB + 4096, EIO);
   Make({.write_behind = true}, &faulty);
   auto a = SparseBuilder::RandomBytes(kMiB, 21);
-  ScriptedTransport t;
+  ScriptedConnection t;
   t.Command("download:" + Hex8(a.size())).Data(a).Command("flash:system").Command("getvar:version")
       .Command("getvar:version");
   auto r = Run(t);
@@ -508,13 +508,13 @@ TEST_F(SessionTest, LockedRefusesEveryCommandThatChangesTheDevice) {
 // client) cannot flash it.
 TEST_F(SessionTest, ANewSessionStartsWithoutTheLastSessionsDownload) {
   auto image = SparseBuilder::RandomBytes(4096, 5);
-  ScriptedTransport first;
+  ScriptedConnection first;
   first.Command("download:" + Hex8(image.size())).Data(image);
   EXPECT_EQ(Run(first), std::vector<std::string>{"OKAY"});
   EXPECT_EQ(One("flash:system"), "FAILno image downloaded");
   EXPECT_EQ(mem_.bytes_written(), 0u);
   // Within one session a download may be flashed more than once.
-  ScriptedTransport same;
+  ScriptedConnection same;
   same.Command("download:" + Hex8(image.size())).Data(image).Command("flash:system").Command("flash:boot_a");
   EXPECT_EQ(Run(same), (std::vector<std::string>{"OKAY", "OKAY", "OKAY"}));
 }
@@ -525,7 +525,7 @@ TEST_F(SessionTest, ANewSessionStartsWithoutTheLastSessionsDownload) {
 TEST_F(SessionTest, AFailedDownloadDropsThePreviousOne) {
   auto image = SparseBuilder::RandomBytes(4096, 5);
   for (const char* bad : {"download:00000000", "download:00200001", "download:zz"}) {
-    ScriptedTransport t;
+    ScriptedConnection t;
     t.Command("download:" + Hex8(image.size())).Data(image).Command(bad).Command("flash:system");
     auto r = Run(t);
     ASSERT_EQ(r.size(), 3u) << bad;
@@ -546,7 +546,7 @@ TEST_F(SessionTest, RebootAcceptsOnlyTheProtocolsTargets) {
   EXPECT_EQ(One("reboot-bootloader:x"), "FAILreboot-bootloader takes no argument");
   EXPECT_EQ(One("continue:x"), "FAILcontinue takes no argument");
   // A refused reboot leaves the session going.
-  ScriptedTransport t;
+  ScriptedConnection t;
   t.Command("reboot:edl").Command("getvar:version");
   EXPECT_EQ(Run(t), (std::vector<std::string>{"FAILreboot: unknown target 'edl'", "OKAY0.4"}));
 }
@@ -554,7 +554,7 @@ TEST_F(SessionTest, RebootAcceptsOnlyTheProtocolsTargets) {
 TEST_F(SessionTest, OemOutputIsCappedAndTheRestCounted) {
   // 200 lines of 100 bytes: 40 whole lines fit in 4096 bytes.
   Make({.oem = {{"chatty", "i=0; while [ $i -lt 200 ]; do printf '%099d\\n' $i; i=$((i+1)); done"}}});
-  ScriptedTransport t;
+  ScriptedConnection t;
   t.Command("oem chatty");
   EXPECT_EQ(Run(t), std::vector<std::string>{"OKAY"});
   auto infos = t.Infos();
@@ -580,7 +580,7 @@ TEST_F(SessionTest, OemKilledAfterTheTimeoutWithEverythingItStarted) {
 
 TEST_F(SessionTest, OemKilledWhenTheClientGoesAway) {
   Make({.oem = {{"hang", "sleep 100"}}});
-  ScriptedTransport t;
+  ScriptedConnection t;
   t.Command("oem hang");
   std::thread leaver([&] {
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
@@ -596,7 +596,7 @@ TEST_F(SessionTest, OemKilledWhenTheClientGoesAway) {
 
 TEST_F(SessionTest, OemArgumentsAreArgumentsNeverCommandText) {
   Make({.oem = {{"echo", "printf '%s|' \"$@\""}}});
-  ScriptedTransport t;
+  ScriptedConnection t;
   t.Command("oem echo a;touch${IFS}/tmp/x $(id) `id`");
   EXPECT_EQ(Run(t), std::vector<std::string>{"OKAY"});
   EXPECT_EQ(t.Infos(), std::vector<std::string>{"a;touch${IFS}/tmp/x|$(id)|`id`|"});
@@ -607,7 +607,7 @@ TEST_F(SessionTest, SlowDownloadFailsAndEndsTheSession) {
   DeviceConfig config;
   config.limits = {.min_download_rate = 64 << 10, .rate_window = std::chrono::milliseconds(100)};
   Make(config);
-  ScriptedTransport t;
+  ScriptedConnection t;
   t.Command("download:00100000").Data(std::string(1000, 'x')).Stall().Command("getvar:version");
   auto start = std::chrono::steady_clock::now();
   Status st = Session(device_.get(), &t).Run();
@@ -624,7 +624,7 @@ TEST_F(SessionTest, TrickleBelowTheFloorFails) {
   DeviceConfig config;
   config.limits = {.min_download_rate = 64 << 10, .rate_window = std::chrono::milliseconds(100)};
   Make(config);
-  ScriptedTransport t;
+  ScriptedConnection t;
   t.SetMaxSlice(16);
   t.SetDelay(std::chrono::milliseconds(5));
   t.Command("download:00100000").Data(std::string(1 << 20, 'x'));
@@ -638,7 +638,7 @@ TEST_F(SessionTest, SessionTimeoutEndsAnIdleSession) {
   DeviceConfig config;
   config.limits.session_timeout = std::chrono::seconds(1);
   Make(config);
-  ScriptedTransport t;
+  ScriptedConnection t;
   t.Command("getvar:version").Stall();
   auto start = std::chrono::steady_clock::now();
   Status st = Session(device_.get(), &t).Run();
@@ -658,7 +658,7 @@ TEST_F(SessionTest, ALockThatCannotBeSavedIsReportedAndStillHolds) {
                  .mem_align = 512, .offset_align = 512, .max_request = kMiB, .direct = false};
   device_ = std::make_unique<FastbootDevice>(DeviceConfig{}, Storage::ForQueue(&mem_, g, parts_), *state);
   dir.reset();  // every save fails from now on
-  ScriptedTransport t;
+  ScriptedConnection t;
   t.Command("flashing lock");
   auto r = Run(t);
   ASSERT_EQ(r.size(), 1u);
@@ -730,7 +730,7 @@ TEST_F(MiscSessionTest, WithoutMiscTheSlotVariablesAreUnsupported) {
   EXPECT_EQ(One("getvar:slot-successful:a"), "FAILno misc partition (serve --misc PART)");
   EXPECT_EQ(One("set_active:b"), "OKAY");
   EXPECT_EQ(Bytes(parts_[3])[kAt], kGuard);
-  ScriptedTransport t;
+  ScriptedConnection t;
   t.Command("getvar:all");
   Run(t);
   for (const auto& line : t.Infos()) EXPECT_FALSE(line.starts_with("slot-successful")) << line;
@@ -738,7 +738,7 @@ TEST_F(MiscSessionTest, WithoutMiscTheSlotVariablesAreUnsupported) {
 
 TEST_F(MiscSessionTest, GetvarAllListsTheSlotVariablesPerSlot) {
   Make({.misc = "misc"});
-  ScriptedTransport t;
+  ScriptedConnection t;
   t.Command("getvar:all");
   Run(t);
   auto infos = t.Infos();
@@ -754,7 +754,7 @@ TEST_F(MiscSessionTest, SetActiveHookSeesTheNewSlotAndMisc) {
                          "$FLASHPIPE_PREVIOUS_SLOT $FLASHPIPE_PARTITION $FLASHPIPE_PARTITION_OFFSET "
                          "$FLASHPIPE_PARTITION_SIZE $FLASHPIPE_SERIALNO $FLASHPIPE_LOCKED\"",
         .misc = "misc"});
-  ScriptedTransport t;
+  ScriptedConnection t;
   t.Command("set_active:b");
   EXPECT_EQ(Run(t), std::vector<std::string>{"OKAY"});
   EXPECT_EQ(t.Infos(), std::vector<std::string>{fmt::format("b set-active b_b a misc {} {} SER1 0", parts_[3].offset,
@@ -778,7 +778,7 @@ TEST_F(MiscSessionTest, CorruptMiscIsRebuiltFromTheHalsDefaults) {
 
 TEST_F(SessionTest, BootWithoutAHookIsRefusedWithWhatToDo) {
   auto image = SparseBuilder::RandomBytes(4096, 3);
-  ScriptedTransport t;
+  ScriptedConnection t;
   t.Command("download:" + Hex8(image.size())).Data(image).Command("boot");
   auto r = Run(t);
   ASSERT_EQ(r.size(), 2u);
@@ -795,7 +795,7 @@ TEST_F(SessionTest, BootHandsTheImageToTheHookThenRemovesIt) {
   std::string copy = dir.path() + "/booted";
   Make({.on_boot = "cp \"$1\" " + copy + " && echo \"$1\" > " + copy + ".path && test \"$1\" = \"$FLASHPIPE_IMAGE\""});
   auto image = SparseBuilder::RandomBytes(10000, 9);
-  ScriptedTransport t;
+  ScriptedConnection t;
   t.Command("download:" + Hex8(image.size())).Data(image).Command("boot").Command("getvar:version");
   EXPECT_EQ(Run(t), (std::vector<std::string>{"OKAY", "OKAY"}));  // boot ends the session
   EXPECT_EQ(testing::ReadFile(copy), image);
@@ -804,7 +804,7 @@ TEST_F(SessionTest, BootHandsTheImageToTheHookThenRemovesIt) {
   EXPECT_NE(access(path.c_str(), F_OK), 0) << path << " left behind";
   EXPECT_EQ(One("boot"), "FAILboot: no image downloaded");
   auto sparse = SparseBuilder(4096).RawBlocks(1, 1).Build();
-  ScriptedTransport s;
+  ScriptedConnection s;
   s.Command("download:" + Hex8(sparse.size())).Data(sparse).Command("boot");
   EXPECT_EQ(Run(s).back(), "FAILboot: a sparse image cannot be booted");
 }

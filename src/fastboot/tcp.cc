@@ -30,23 +30,23 @@ constexpr auto kBusyGrace = std::chrono::seconds(2);
 
 }  // namespace
 
-TcpTransport::TcpTransport(UniqueFd fd, std::string peer, std::chrono::milliseconds idle_timeout)
+TcpConnection::TcpConnection(UniqueFd fd, std::string peer, std::chrono::milliseconds idle_timeout)
     : fd_(std::move(fd)), peer_(std::move(peer)), idle_timeout_(idle_timeout) {}
 
-Status TcpTransport::Handshake() {
+Status TcpConnection::Handshake() {
   std::array<uint8_t, wire::tcp::kHandshakeSize> hello;
   FP_RETURN_IF_ERROR(RecvExact(fd_.get(), hello, kHandshakeTimeout, true));
   FP_RETURN_IF_ERROR(wire::tcp::ParseHandshake(hello).status());
   return SendAll(fd_.get(), wire::tcp::kHandshake);
 }
 
-Result<uint64_t> TcpTransport::ReadFrameHeader(bool eof_ok) {
+Result<uint64_t> TcpConnection::ReadFrameHeader(bool eof_ok) {
   std::array<uint8_t, wire::tcp::kFrameHeaderSize> header;
   FP_RETURN_IF_ERROR(RecvExact(fd_.get(), header, idle_timeout_, eof_ok, deadline()));
   return wire::tcp::ParseFrameHeader(header);
 }
 
-Status TcpTransport::Drain(uint64_t bytes) {
+Status TcpConnection::Drain(uint64_t bytes) {
   uint8_t buf[4096];
   while (bytes > 0) {
     size_t n = static_cast<size_t>(std::min<uint64_t>(bytes, sizeof buf));
@@ -56,7 +56,7 @@ Status TcpTransport::Drain(uint64_t bytes) {
   return Status::Ok();
 }
 
-Result<std::string> TcpTransport::ReadCommand(size_t max_size) {
+Result<std::string> TcpConnection::ReadCommand(size_t max_size) {
   if (frame_left_ > 0) {
     uint64_t extra = std::exchange(frame_left_, 0);
     if (extra > kMaxSkippableFrame) {
@@ -78,7 +78,7 @@ Result<std::string> TcpTransport::ReadCommand(size_t max_size) {
   return cmd;
 }
 
-Result<size_t> TcpTransport::ReadData(std::span<uint8_t> out) {
+Result<size_t> TcpConnection::ReadData(std::span<uint8_t> out) {
   while (frame_left_ == 0) {
     FP_ASSIGN_OR_RETURN(frame_left_, ReadFrameHeader(false));
   }
@@ -89,9 +89,9 @@ Result<size_t> TcpTransport::ReadData(std::span<uint8_t> out) {
   return *n;
 }
 
-bool TcpTransport::ClientGone() { return wire::PeerClosed(fd_.get()); }
+bool TcpConnection::ClientGone() { return wire::PeerClosed(fd_.get()); }
 
-Status TcpTransport::Send(std::string_view message) {
+Status TcpConnection::Send(std::string_view message) {
   constexpr size_t kHeader = wire::tcp::kFrameHeaderSize;
   uint8_t frame[kHeader + wire::kMaxResponse];
   size_t n = std::min(message.size(), wire::kMaxResponse);
@@ -101,12 +101,12 @@ Status TcpTransport::Send(std::string_view message) {
 }
 
 // The frame header waits for the first bytes: the DATA response goes first.
-Status TcpTransport::BeginData(uint64_t total) {
+Status TcpConnection::BeginData(uint64_t total) {
   data_frame_ = total;
   return Status::Ok();
 }
 
-Status TcpTransport::SendData(std::span<const uint8_t> bytes) {
+Status TcpConnection::SendData(std::span<const uint8_t> bytes) {
   if (data_frame_ > 0) FP_RETURN_IF_ERROR(SendAll(fd_.get(), wire::tcp::FrameHeader(std::exchange(data_frame_, 0))));
   return SendAll(fd_.get(), bytes);
 }
@@ -154,7 +154,7 @@ void TcpServer::AcceptLoop() {
 }
 
 void TcpServer::Serve(UniqueFd fd, std::string peer) {
-  TcpTransport transport(std::move(fd), peer, idle_timeout_);
+  TcpConnection transport(std::move(fd), peer, idle_timeout_);
   if (Status st = transport.Handshake(); !st.ok()) {
     log::Info("tcp {}: {}", peer, st.ToString());
     return;

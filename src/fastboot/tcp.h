@@ -2,7 +2,7 @@
 // directions is a frame of an 8-byte big-endian length and the payload.
 // Commands are whole frames; the data phase of a download is a byte count
 // spread over frames of any size (the client sends 1024, then large
-// multiples, then the rest), so TcpTransport counts bytes across frames.
+// multiples, then the rest), so TcpConnection counts bytes across frames.
 //
 // TcpServer accepts connections on one address. The first client that
 // completes the handshake while the device is free gets a Session; any other
@@ -18,14 +18,14 @@
 
 #include "base/unique_fd.h"
 #include "fastboot/device.h"
-#include "fastboot/transport.h"
+#include "fastboot/connection.h"
 
 namespace flashpipe::fastboot {
 
-class TcpTransport : public StreamTransport {
+class TcpConnection : public StreamConnection {
  public:
   // idle_timeout: the longest wait for a command or for data (0 = forever).
-  TcpTransport(UniqueFd fd, std::string peer, std::chrono::milliseconds idle_timeout);
+  TcpConnection(UniqueFd fd, std::string peer, std::chrono::milliseconds idle_timeout);
   // Reads "FBnn" (nn >= 1) within 2 s and answers "FB01".
   Status Handshake();
 

@@ -10,7 +10,7 @@
 //
 // The packet engine (UdpServer::HandlePacket) runs on the server thread; the
 // session runs on its own thread and talks to it through a UdpChannel, the
-// Transport whose inbound bytes are the packets' payloads and whose outbound
+// Connection whose inbound bytes are the packets' payloads and whose outbound
 // messages answer polls. While the session is busy (a flash, an erase) a poll
 // stays pending; it is answered as soon as the session has something to say,
 // or every keepalive interval with an INFO line, so the client, which gives
@@ -46,14 +46,14 @@
 
 #include "base/unique_fd.h"
 #include "fastboot/device.h"
-#include "fastboot/transport.h"
+#include "fastboot/connection.h"
 #include "wire/udp_packet.h"
 
 namespace flashpipe::fastboot {
 
 // The session side of one UDP client. Thread-safe between the server thread
-// (Push*, TakeOutbound, Close) and the session thread (Transport methods).
-class UdpChannel : public StreamTransport {
+// (Push*, TakeOutbound, Close) and the session thread (Connection methods).
+class UdpChannel : public StreamConnection {
  public:
   UdpChannel(std::string peer, size_t inbound_limit, int wake_fd);
 

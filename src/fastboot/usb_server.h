@@ -9,7 +9,7 @@
 // none. SUSPEND and RESUME change nothing.
 //
 // The session thread serves one enabled host at a time through a
-// UsbTransport. A USB host never "disconnects" between fastboot commands,
+// FfsConnection. A USB host never "disconnects" between fastboot commands,
 // so the device is taken only while the host has something to say: when a
 // command arrives the thread takes the device (FastbootDevice::TryAcquire)
 // and runs a Session; while that session waits for its next command it
@@ -31,7 +31,7 @@
 #include "base/status.h"
 #include "base/unique_fd.h"
 #include "fastboot/device.h"
-#include "fastboot/ffs_transport.h"
+#include "fastboot/ffs_connection.h"
 #include "fastboot/usb_endpoints.h"
 
 namespace flashpipe::fastboot {
@@ -76,7 +76,7 @@ class UsbServer {
   FastbootDevice* device_;
   int ep0_read_, ep0_write_;
   UsbServerOptions options_;
-  UsbTransport transport_;
+  FfsConnection transport_;
   UniqueFd stop_fd_;  // eventfd: ends the ep0 thread's poll
 
   mutable std::mutex mu_;

@@ -1,6 +1,6 @@
 // Transport: how the host exchanges fastboot messages with one device,
 // whatever carries them (TCP frames, UDP packets, USB bulk transfers, a test
-// double). The host side of the device's fastboot/transport.h.
+// double). The host side of the device's fastboot/connection.h.
 //
 // Send writes one command (one message); Receive reads one response (at
 // most the response limit, wire/protocol.h), waiting at most the

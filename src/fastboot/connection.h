@@ -1,4 +1,4 @@
-// Transport: how a fastboot session exchanges messages with one client,
+// Connection: how a fastboot session exchanges messages with one client,
 // whatever carries them (TCP frames, UDP packets, USB bulk transfers, a
 // scripted test double).
 //
@@ -61,9 +61,9 @@ class DownloadTarget {
   virtual uint64_t remaining() const = 0;
 };
 
-class Transport {
+class Connection {
  public:
-  virtual ~Transport() = default;
+  virtual ~Connection() = default;
   // The next command message. A message longer than max_size is consumed and
   // reported as kInvalidArgument (the session FAILs it and carries on).
   virtual Result<std::string> ReadCommand(size_t max_size) = 0;
@@ -93,7 +93,7 @@ class Transport {
 
 // A transport whose data phase is a byte stream read a slice at a time into
 // the target's window (TCP, UDP, the scripted test double).
-class StreamTransport : public Transport {
+class StreamConnection : public Connection {
  public:
   // REQUIRES: !out.empty(). Fills 1..out.size() bytes of the data phase.
   virtual Result<size_t> ReadData(std::span<uint8_t> out) = 0;

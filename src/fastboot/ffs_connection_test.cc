@@ -1,8 +1,8 @@
-// UsbTransport over a fake USB bus (testing/fake_ffs.h): command and
+// FfsConnection over a fake USB bus (testing/fake_ffs.h): command and
 // response framing at each speed, over-long transfers, downloads landing in
 // a real Landing with several reads in flight whatever the host's transfer
 // sizes, and every way a host goes away.
-#include "fastboot/ffs_transport.h"
+#include "fastboot/ffs_connection.h"
 
 #include <gtest/gtest.h>
 #include <sys/mman.h>
@@ -51,11 +51,11 @@ struct Target {
   Landing landing;
 };
 
-class UsbTransportTest : public ::testing::Test {
+class FfsConnectionTest : public ::testing::Test {
  protected:
   void Make(uint32_t mps, UsbOptions options = {}) {
     fake_ = std::make_unique<FakeEndpoints>(mps);
-    t_ = std::make_unique<UsbTransport>(fake_.get(), options);
+    t_ = std::make_unique<FfsConnection>(fake_.get(), options);
     ASSERT_TRUE(t_->Start("usb test").ok());
   }
   void ExpectNothingQueued() {
@@ -90,10 +90,10 @@ class UsbTransportTest : public ::testing::Test {
   }
 
   std::unique_ptr<FakeEndpoints> fake_;
-  std::unique_ptr<UsbTransport> t_;
+  std::unique_ptr<FfsConnection> t_;
 };
 
-TEST_F(UsbTransportTest, CommandsAndResponsesAtHighSpeed) {
+TEST_F(FfsConnectionTest, CommandsAndResponsesAtHighSpeed) {
   Make(512);
   fake_->HostSend("getvar:version");
   EXPECT_EQ(*t_->ReadCommand(wire::kMaxCommand), "getvar:version");
@@ -104,7 +104,7 @@ TEST_F(UsbTransportTest, CommandsAndResponsesAtHighSpeed) {
   EXPECT_EQ(fake_->HostTake()->size(), wire::kMaxResponse);
 }
 
-TEST_F(UsbTransportTest, FullSpeedCommandFillsAPacketAndFullResponsesEndWithZlp) {
+TEST_F(FfsConnectionTest, FullSpeedCommandFillsAPacketAndFullResponsesEndWithZlp) {
   Make(64);
   std::string command = "flash:" + std::string(58, 'p');  // exactly one 64-byte packet
   fake_->HostSend(command);
@@ -118,7 +118,7 @@ TEST_F(UsbTransportTest, FullSpeedCommandFillsAPacketAndFullResponsesEndWithZlp)
   EXPECT_FALSE(fake_->HostTake(50ms).has_value());
 }
 
-TEST_F(UsbTransportTest, OverlongTransferIsOneFailThenCommandsGoOn) {
+TEST_F(FfsConnectionTest, OverlongTransferIsOneFailThenCommandsGoOn) {
   Make(512);
   fake_->HostSend(std::string(1000, 'x'));  // 512 + 488
   EXPECT_EQ(t_->ReadCommand(wire::kMaxCommand).status().message(), "usb: transfer of more than 512 bytes is not a command");
@@ -147,7 +147,7 @@ TEST_F(UsbTransportTest, OverlongTransferIsOneFailThenCommandsGoOn) {
   EXPECT_EQ(*t_->ReadCommand(wire::kMaxCommand), "getvar:c");
 }
 
-TEST_F(UsbTransportTest, RawDownloadLandsInPlaceWithReadsInFlight) {
+TEST_F(FfsConnectionTest, RawDownloadLandsInPlaceWithReadsInFlight) {
   Make(512, {.read_size = 64 << 10, .read_depth = 6});
   std::vector<uint8_t> image = Random((3 << 20) + 123, 1);
   Target target(image.size());
@@ -160,7 +160,7 @@ TEST_F(UsbTransportTest, RawDownloadLandsInPlaceWithReadsInFlight) {
   ExpectNothingQueued();
 }
 
-TEST_F(UsbTransportTest, ShortTransfersAnywhereStillGiveTheImage) {
+TEST_F(FfsConnectionTest, ShortTransfersAnywhereStillGiveTheImage) {
   Make(512, {.read_size = 16 << 10, .read_depth = 8});
   std::vector<uint8_t> image = Random((1 << 20) + 7, 2);
   Target target(image.size());
@@ -170,7 +170,7 @@ TEST_F(UsbTransportTest, ShortTransfersAnywhereStillGiveTheImage) {
   ExpectNothingQueued();
 }
 
-TEST_F(UsbTransportTest, SparseDownloadKeepsLargePayloadsOnPages) {
+TEST_F(FfsConnectionTest, SparseDownloadKeepsLargePayloadsOnPages) {
   for (uint32_t mps : {64u, 512u, 1024u}) {
     SCOPED_TRACE(mps);
     Make(mps, {.read_size = 32 << 10, .read_depth = 8});
@@ -203,7 +203,7 @@ TEST_F(UsbTransportTest, SparseDownloadKeepsLargePayloadsOnPages) {
   }
 }
 
-TEST_F(UsbTransportTest, HostGoneMidDownloadLeavesNoReadQueued) {
+TEST_F(FfsConnectionTest, HostGoneMidDownloadLeavesNoReadQueued) {
   Make(512, {.read_size = 16 << 10, .read_depth = 8});
   Target target(1 << 20);
   std::thread host([&] {
@@ -219,7 +219,7 @@ TEST_F(UsbTransportTest, HostGoneMidDownloadLeavesNoReadQueued) {
   EXPECT_TRUE(t_->gone());
 }
 
-TEST_F(UsbTransportTest, SilentHostMidDownloadTimesOutAndReadsAreCancelled) {
+TEST_F(FfsConnectionTest, SilentHostMidDownloadTimesOutAndReadsAreCancelled) {
   Make(512, {.read_size = 16 << 10, .read_depth = 8, .data_timeout = 200ms});
   Target target(1 << 20);
   fake_->HostSend(std::string(16384, 'a'));
@@ -232,7 +232,7 @@ TEST_F(UsbTransportTest, SilentHostMidDownloadTimesOutAndReadsAreCancelled) {
   EXPECT_EQ(*t_->ReadCommand(wire::kMaxCommand), "getvar:product");
 }
 
-TEST_F(UsbTransportTest, MoreDataThanAnnouncedFailsTheDownloadNotTheLink) {
+TEST_F(FfsConnectionTest, MoreDataThanAnnouncedFailsTheDownloadNotTheLink) {
   Make(512);
   Target target(1000);
   fake_->HostSend(std::string(1100, 'd'));  // packets 512, 512 (only 488 fit), 76
@@ -243,7 +243,7 @@ TEST_F(UsbTransportTest, MoreDataThanAnnouncedFailsTheDownloadNotTheLink) {
   EXPECT_EQ(*t_->ReadCommand(wire::kMaxCommand), "getvar:x");
 }
 
-TEST_F(UsbTransportTest, ResponsesTheHostNeverTakesEndTheSession) {
+TEST_F(FfsConnectionTest, ResponsesTheHostNeverTakesEndTheSession) {
   Make(512, {.write_timeout = 200ms});
   ASSERT_TRUE(t_->Send("INFOone").ok());
   ASSERT_TRUE(t_->Send("FAILtwo").ok());
@@ -254,7 +254,7 @@ TEST_F(UsbTransportTest, ResponsesTheHostNeverTakesEndTheSession) {
   ExpectNothingQueued();
 }
 
-TEST_F(UsbTransportTest, InterruptEndsAnIdleWaitAndKeepsLaterCommands) {
+TEST_F(FfsConnectionTest, InterruptEndsAnIdleWaitAndKeepsLaterCommands) {
   Make(512);
   EXPECT_FALSE(t_->InterruptIfIdle());  // not waiting
   Status st;
@@ -267,7 +267,7 @@ TEST_F(UsbTransportTest, InterruptEndsAnIdleWaitAndKeepsLaterCommands) {
   EXPECT_EQ(*t_->ReadCommand(wire::kMaxCommand), "getvar:y");
 }
 
-TEST_F(UsbTransportTest, HostGoneFromEp0EndsEveryWait) {
+TEST_F(FfsConnectionTest, HostGoneFromEp0EndsEveryWait) {
   Make(512);
   std::thread ep0([&] {
     while (fake_->reads_queued() == 0) std::this_thread::sleep_for(1ms);

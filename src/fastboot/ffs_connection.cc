@@ -1,4 +1,4 @@
-#include "fastboot/ffs_transport.h"
+#include "fastboot/ffs_connection.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -33,10 +33,10 @@ milliseconds Until(std::chrono::steady_clock::time_point t) {
 
 }  // namespace
 
-UsbTransport::UsbTransport(BulkEndpoints* endpoints, UsbOptions options)
+FfsConnection::FfsConnection(BulkEndpoints* endpoints, UsbOptions options)
     : ep_(endpoints), options_(options), command_buf_(kMaxPacket) {}
 
-Status UsbTransport::Start(std::string peer) {
+Status FfsConnection::Start(std::string peer) {
   peer_ = std::move(peer);
   error_ = Status::Ok();
   gone_seen_ = gone_count_.load();
@@ -53,12 +53,12 @@ Status UsbTransport::Start(std::string peer) {
   return Status::Ok();
 }
 
-void UsbTransport::HostGone() {
+void FfsConnection::HostGone() {
   gone_count_.fetch_add(1);
   ep_->Wake();
 }
 
-bool UsbTransport::InterruptIfIdle() {
+bool FfsConnection::InterruptIfIdle() {
   {
     std::lock_guard lock(mu_);
     if (!waiting_) return false;
@@ -68,24 +68,24 @@ bool UsbTransport::InterruptIfIdle() {
   return true;
 }
 
-Status UsbTransport::CheckHost() {
+Status FfsConnection::CheckHost() {
   if (error_.ok() && gone_count_.load() != gone_seen_) error_ = Cancelled("usb: host gone (disabled)");
   return error_;
 }
 
-size_t UsbTransport::Queued(Kind kind) const {
+size_t FfsConnection::Queued(Kind kind) const {
   return static_cast<size_t>(std::count_if(requests_.begin(), requests_.end(), [kind](const auto& r) {
     return r.second.kind == kind && !r.second.result.has_value();
   }));
 }
 
-void UsbTransport::CancelAll(Kind kind) {
+void FfsConnection::CancelAll(Kind kind) {
   for (const auto& [tag, r] : requests_) {
     if (r.kind == kind && !r.result.has_value()) ep_->Cancel(tag);
   }
 }
 
-Status UsbTransport::SubmitRead(Kind kind, uint8_t* buf, size_t len, uint64_t* tag) {
+Status FfsConnection::SubmitRead(Kind kind, uint8_t* buf, size_t len, uint64_t* tag) {
   *tag = next_tag_++;
   if (Status st = ep_->SubmitRead(std::span(buf, len), *tag); !st.ok()) {
     if (error_.ok()) error_ = Cancelled(fmt::format("usb: host gone ({})", st.ToString()));
@@ -95,7 +95,7 @@ Status UsbTransport::SubmitRead(Kind kind, uint8_t* buf, size_t len, uint64_t* t
   return Status::Ok();
 }
 
-Status UsbTransport::SubmitWrite(std::string_view bytes, uint64_t* tag) {
+Status FfsConnection::SubmitWrite(std::string_view bytes, uint64_t* tag) {
   *tag = next_tag_++;
   std::span<const uint8_t> data(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
   if (Status st = ep_->SubmitWrite(data, *tag); !st.ok()) {
@@ -106,7 +106,7 @@ Status UsbTransport::SubmitWrite(std::string_view bytes, uint64_t* tag) {
   return Status::Ok();
 }
 
-Status UsbTransport::Collect(milliseconds wait) {
+Status FfsConnection::Collect(milliseconds wait) {
   for (const auto& [tag, r] : requests_) {
     if (r.kind == Kind::kWrite) wait = std::min(wait, Until(r.deadline));
   }
@@ -131,7 +131,7 @@ Status UsbTransport::Collect(milliseconds wait) {
   return Status::Ok();
 }
 
-Status UsbTransport::Pump(milliseconds wait) {
+Status FfsConnection::Pump(milliseconds wait) {
   FP_RETURN_IF_ERROR(CheckHost());
   FP_RETURN_IF_ERROR(Collect(wait));
   auto now = Clock::now();
@@ -151,7 +151,7 @@ Status UsbTransport::Pump(milliseconds wait) {
 // answered once: its first packet becomes an error, the rest is dropped
 // until a short packet ends it, or until no packet came for kTransferQuiet
 // (a transfer of whole packets has no end on the wire).
-void UsbTransport::CommandArrived(const Request& read, int64_t result) {
+void FfsConnection::CommandArrived(const Request& read, int64_t result) {
   bool overflow = result == -EOVERFLOW;
   if (result < 0 && !overflow) {
     if (error_.ok()) error_ = Cancelled(fmt::format("usb: host gone (command read: {})", ErrnoText(result)));
@@ -173,7 +173,7 @@ void UsbTransport::CommandArrived(const Request& read, int64_t result) {
   command_ = std::string(reinterpret_cast<const char*>(read.buf), static_cast<size_t>(result));
 }
 
-Status UsbTransport::WaitCommand() {
+Status FfsConnection::WaitCommand() {
   {
     std::lock_guard lock(mu_);
     waiting_ = true;
@@ -200,7 +200,7 @@ Status UsbTransport::WaitCommand() {
   return st;
 }
 
-Result<std::string> UsbTransport::ReadCommand(size_t max_size) {
+Result<std::string> FfsConnection::ReadCommand(size_t max_size) {
   FP_RETURN_IF_ERROR(WaitCommand());
   Result<std::string> command = std::move(*command_);
   command_.reset();
@@ -210,7 +210,7 @@ Result<std::string> UsbTransport::ReadCommand(size_t max_size) {
   return command;
 }
 
-Status UsbTransport::Send(std::string_view message) {
+Status FfsConnection::Send(std::string_view message) {
   FP_RETURN_IF_ERROR(CheckHost());
   message = message.substr(0, wire::usb::kMaxResponse);
   while (Queued(Kind::kWrite) + 2 > options_.max_writes) FP_RETURN_IF_ERROR(Pump(kPollStep));
@@ -222,13 +222,13 @@ Status UsbTransport::Send(std::string_view message) {
   return Status::Ok();
 }
 
-Status UsbTransport::BeginData(uint64_t total) {
+Status FfsConnection::BeginData(uint64_t total) {
   data_left_ = total;
   data_stage_.clear();
   return Status::Ok();
 }
 
-Status UsbTransport::SendData(std::span<const uint8_t> bytes) {
+Status FfsConnection::SendData(std::span<const uint8_t> bytes) {
   if (bytes.size() > data_left_) return Internal("usb: data phase longer than announced");
   const size_t chunk = std::max<size_t>(mps_, RoundDown(options_.read_size, mps_));
   while (!bytes.empty()) {
@@ -246,12 +246,12 @@ Status UsbTransport::SendData(std::span<const uint8_t> bytes) {
   return Status::Ok();
 }
 
-Status UsbTransport::Flush() {
+Status FfsConnection::Flush() {
   while (Queued(Kind::kWrite) > 0) FP_RETURN_IF_ERROR(Pump(kPollStep));
   return Status::Ok();
 }
 
-void UsbTransport::Drain() {
+void FfsConnection::Drain() {
   auto start = Clock::now();
   bool warned = false;
   while (!requests_.empty()) {
@@ -271,7 +271,7 @@ void UsbTransport::Drain() {
   command_.reset();
 }
 
-Status UsbTransport::ReceiveDownload(DownloadTarget& target) {
+Status FfsConnection::ReceiveDownload(DownloadTarget& target) {
   Status st = ReceiveWindows(target);
   if (!st.ok()) {
     // No read may stay queued into the download buffer.
@@ -289,7 +289,7 @@ Status UsbTransport::ReceiveDownload(DownloadTarget& target) {
 }
 
 // The oldest data read's result, waiting at most data_timeout for it.
-Result<int64_t> UsbTransport::WaitData(uint64_t tag) {
+Result<int64_t> FfsConnection::WaitData(uint64_t tag) {
   auto deadline = Clock::now() + options_.data_timeout;
   while (!requests_[tag].result.has_value()) {
     if (Clock::now() >= deadline) {
@@ -306,7 +306,7 @@ Result<int64_t> UsbTransport::WaitData(uint64_t tag) {
 // One target window after another: reads of `chunk` bytes through its
 // settled part, then one read through its end, rounded up to whole packets
 // (the target has room for every byte still due).
-Status UsbTransport::ReceiveWindows(DownloadTarget& target) {
+Status FfsConnection::ReceiveWindows(DownloadTarget& target) {
   const uint64_t chunk = std::max<uint64_t>(mps_, RoundDown(options_.read_size, mps_));
   while (target.remaining() > 0) {
     std::span<uint8_t> window = target.Window();

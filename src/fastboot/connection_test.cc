@@ -1,4 +1,4 @@
-// TcpTransport over a socketpair and UdpServer's packet engine without a
+// TcpConnection over a socketpair and UdpServer's packet engine without a
 // socket: framing, byte counting across frames, malformed input.
 #include <gtest/gtest.h>
 #include <sys/socket.h>
@@ -26,7 +26,7 @@ class TcpTest : public ::testing::Test {
  protected:
   void SetUp() override {
     ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, sv_), 0);
-    t_ = std::make_unique<TcpTransport>(UniqueFd(sv_[0]), "test", std::chrono::milliseconds(2000));
+    t_ = std::make_unique<TcpConnection>(UniqueFd(sv_[0]), "test", std::chrono::milliseconds(2000));
   }
   void TearDown() override { close(sv_[1]); }
   void Put(const std::string& bytes) { ASSERT_EQ(write(sv_[1], bytes.data(), bytes.size()), (ssize_t)bytes.size()); }
@@ -42,7 +42,7 @@ class TcpTest : public ::testing::Test {
     return s;
   }
   int sv_[2];
-  std::unique_ptr<TcpTransport> t_;
+  std::unique_ptr<TcpConnection> t_;
 };
 
 TEST_F(TcpTest, HandshakeAndFramesBothWays) {
@@ -97,8 +97,8 @@ TEST_F(TcpTest, DeadlineIsTimedOutIdleIsCancelledCloseIsGone) {
   EXPECT_EQ(t_->ReadCommand(64).status().code(), Code::kTimedOut);
   uint8_t buf[4];
   EXPECT_EQ(t_->ReadData(buf).status().code(), Code::kTimedOut);
-  t_->set_deadline(Transport::Deadline::max());
-  TcpTransport idle(UniqueFd(dup(sv_[0])), "idle", std::chrono::milliseconds(100));
+  t_->set_deadline(Connection::Deadline::max());
+  TcpConnection idle(UniqueFd(dup(sv_[0])), "idle", std::chrono::milliseconds(100));
   EXPECT_EQ(idle.ReadCommand(64).status().code(), Code::kCancelled);
   EXPECT_FALSE(t_->ClientGone());
   shutdown(sv_[1], SHUT_WR);

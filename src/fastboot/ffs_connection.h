@@ -1,4 +1,4 @@
-// UsbTransport: fastboot over the two bulk endpoints of a USB function
+// FfsConnection: fastboot over the two bulk endpoints of a USB function
 // (FunctionFS on a device, a fake in tests), for one host at a time.
 //
 // Commands: each is one bulk OUT transfer, read with one request of the
@@ -42,7 +42,7 @@
 #include <string>
 #include <vector>
 
-#include "fastboot/transport.h"
+#include "fastboot/connection.h"
 #include "fastboot/usb_endpoints.h"
 
 namespace flashpipe::fastboot {
@@ -55,9 +55,9 @@ struct UsbOptions {
   std::chrono::milliseconds write_timeout{10000};
 };
 
-class UsbTransport final : public Transport {
+class FfsConnection final : public Connection {
  public:
-  UsbTransport(BulkEndpoints* endpoints, UsbOptions options);
+  FfsConnection(BulkEndpoints* endpoints, UsbOptions options);
 
   // A host enabled the function: learns the packet size. REQUIRES: nothing
   // queued (Drain() after the last host).
