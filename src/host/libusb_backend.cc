@@ -1,9 +1,12 @@
 #include "host/libusb_backend.h"
 
 #include <libusb-1.0/libusb.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include <cstdio>
+#include <deque>
+#include <map>
 #include <fstream>
 #include <mutex>
 #include <optional>
@@ -118,11 +121,25 @@ Result<Context> NewContext() {
   return Context(ctx);
 }
 
+// A finished transfer's status, in the words UsbError uses.
+Status TransferStatus(libusb_transfer_status status, const char* what) {
+  switch (status) {
+    case LIBUSB_TRANSFER_COMPLETED: return Status::Ok();
+    case LIBUSB_TRANSFER_CANCELLED: return Cancelled(fmt::format("{}: cancelled", what));
+    case LIBUSB_TRANSFER_TIMED_OUT: return TimedOut(fmt::format("{}: timed out", what));
+    case LIBUSB_TRANSFER_OVERFLOW: return ProtocolError(fmt::format("{}: the device sent more than asked", what));
+    case LIBUSB_TRANSFER_NO_DEVICE: return Cancelled(fmt::format("{}: the device went away", what));
+    case LIBUSB_TRANSFER_STALL: return Cancelled(fmt::format("{}: endpoint stalled (the device went away)", what));
+    default: return Cancelled(fmt::format("{}: transfer error (the device went away)", what));
+  }
+}
+
 class LibUsbHandle : public UsbHandle {
  public:
   LibUsbHandle(Context ctx, libusb_device_handle* h, const UsbDeviceInfo& info)
       : ctx_(std::move(ctx)), h_(h), info_(info) {}
   ~LibUsbHandle() override {
+    ReapLeftovers();
     libusb_release_interface(h_, info_.interface);
     libusb_close(h_);
   }
@@ -133,16 +150,82 @@ class LibUsbHandle : public UsbHandle {
     return Transfer(info_.ep_in, buf.data(), buf.size(), timeout, "bulk in");
   }
 
+  Result<uint64_t> Submit(UsbDir dir, std::span<uint8_t> buf) override {
+    libusb_transfer* t = libusb_alloc_transfer(0);
+    if (t == nullptr) return Busy("usb: no memory for a transfer");
+    uint64_t tag = ++last_tag_;
+    uint8_t ep = dir == UsbDir::kOut ? info_.ep_out : info_.ep_in;
+    libusb_fill_bulk_transfer(t, h_, ep, buf.data(), static_cast<int>(buf.size()), &LibUsbHandle::Finished, this, 0);
+    live_[t] = tag;
+    int rc = libusb_submit_transfer(t);
+    if (rc != 0) {
+      live_.erase(t);
+      libusb_free_transfer(t);
+      // usbfs_memory_mb used up (by us or by other programs' devices).
+      if (rc == LIBUSB_ERROR_NO_MEM) return Busy("usb: the kernel's memory for transfers in flight is used up");
+      return UsbError(dir == UsbDir::kOut ? "bulk out" : "bulk in", rc);
+    }
+    return tag;
+  }
+
+  Result<std::optional<UsbDone>> Reap(std::chrono::milliseconds timeout) override {
+    auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (done_.empty()) {
+      auto left = std::chrono::duration_cast<std::chrono::microseconds>(deadline - std::chrono::steady_clock::now());
+      if (left.count() <= 0) return std::optional<UsbDone>();
+      timeval tv{static_cast<time_t>(left.count() / 1000000), static_cast<suseconds_t>(left.count() % 1000000)};
+      int rc = libusb_handle_events_timeout_completed(ctx_.get(), &tv, nullptr);
+      if (rc != 0 && rc != LIBUSB_ERROR_INTERRUPTED) return UsbError("usb: waiting for transfers", rc);
+    }
+    UsbDone d = std::move(done_.front());
+    done_.pop_front();
+    return std::optional<UsbDone>(std::move(d));
+  }
+
+  void Cancel(uint64_t tag) override {
+    for (auto& [t, live_tag] : live_) {
+      if (live_tag == tag) libusb_cancel_transfer(t);
+    }
+  }
+
  private:
+  static void LIBUSB_CALL Finished(libusb_transfer* t) {
+    auto* self = static_cast<LibUsbHandle*>(t->user_data);
+    auto it = self->live_.find(t);
+    if (it != self->live_.end()) {
+      const char* what = (t->endpoint & LIBUSB_ENDPOINT_IN) ? "bulk in" : "bulk out";
+      self->done_.push_back({it->second, TransferStatus(t->status, what), static_cast<size_t>(t->actual_length)});
+      self->live_.erase(it);
+    }
+    libusb_free_transfer(t);
+  }
+
+  // A caller that broke the contract: its transfers are cancelled and
+  // reaped here, bounded, so none completes into a closed handle.
+  void ReapLeftovers() {
+    for (auto& [t, tag] : live_) libusb_cancel_transfer(t);
+    auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (!live_.empty() && std::chrono::steady_clock::now() < give_up) {
+      timeval tv{0, 100000};
+      libusb_handle_events_timeout_completed(ctx_.get(), &tv, nullptr);
+    }
+  }
+
   Result<size_t> Transfer(uint8_t ep, uint8_t* data, size_t len, std::chrono::milliseconds timeout, const char* what) {
     int done = 0;
     int rc = libusb_bulk_transfer(h_, ep, data, static_cast<int>(len), &done, static_cast<unsigned>(timeout.count()));
+    if (rc == LIBUSB_ERROR_TIMEOUT && done == 0) {
+      return TimedOut(fmt::format("{}: the device answered nothing for {} s", what, (timeout.count() + 999) / 1000));
+    }
     if (rc != 0 && !(rc == LIBUSB_ERROR_TIMEOUT && done > 0)) return UsbError(what, rc);
     return static_cast<size_t>(done);
   }
   Context ctx_;  // exits after the destructor's body has closed the handle
   libusb_device_handle* h_;
   UsbDeviceInfo info_;
+  uint64_t last_tag_ = 0;
+  std::map<libusb_transfer*, uint64_t> live_;
+  std::deque<UsbDone> done_;
 };
 
 class LibUsbBackend : public UsbBackend {

@@ -12,7 +12,10 @@
 // file without reading them into memory (TCP: sendfile) says so with
 // can_send_file and takes SendDataFile: `head`, then `n` bytes of `file`
 // from `offset` on, as one piece of the data phase; a file that ends
-// before them is kCorrupt.
+// before them is kCorrupt. ReceiveData reads exactly buf.size() bytes of a
+// device-to-host data phase (after a DATA%08x answer to fetch: or upload):
+// kTimedOut when the device sends nothing for the idle limit, kCancelled
+// when it went away; a transport without one says Unsupported.
 #pragma once
 
 #include <chrono>
@@ -35,6 +38,9 @@ class Transport {
   virtual Status SendDataFile(std::span<const std::span<const uint8_t>> /*head*/, int /*file*/, uint64_t /*offset*/,
                               uint64_t /*n*/) {
     return Unsupported("this transport sends no file ranges");
+  }
+  virtual Status ReceiveData(std::span<uint8_t> /*buf*/) {
+    return Unsupported("this transport reads no data phase");
   }
   // "tcp:127.0.0.1:5554", "udp:board:5554", "usb:1-1.2" (for reports).
   virtual std::string name() const = 0;
