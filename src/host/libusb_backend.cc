@@ -8,6 +8,7 @@
 #include <deque>
 #include <map>
 #include <fstream>
+#include <chrono>
 #include <mutex>
 #include <optional>
 
@@ -228,10 +229,67 @@ class LibUsbHandle : public UsbHandle {
   std::deque<UsbDone> done_;
 };
 
+// A context that scanned the bus moments ago, kept for the next List or
+// Open: a scan reads sysfs for every device (tens of ms in the test VM), and
+// `flash` would otherwise scan three times before its first command (the
+// start-up check, List, Open). Older than kFresh, it is dropped: a new scan
+// then sees devices that came back.
+struct Scan {
+  Context ctx;
+  std::chrono::steady_clock::time_point at;  // when ctx scanned the bus
+};
+
+Result<Scan> NewScan() {
+  FP_ASSIGN_OR_RETURN(Context ctx, NewContext());
+  return Scan{std::move(ctx), std::chrono::steady_clock::now()};
+}
+
+class FreshContext {
+ public:
+  void Put(Scan scan) {
+    std::lock_guard lock(mu_);
+    if (std::chrono::steady_clock::now() - scan.at < kFresh) kept_ = std::move(scan);
+  }
+  Result<Scan> Take() {
+    {
+      std::lock_guard lock(mu_);
+      Scan kept = std::move(kept_);
+      kept_ = Scan{};
+      if (kept.ctx && std::chrono::steady_clock::now() - kept.at < kFresh) return kept;
+    }
+    return NewScan();
+  }
+
+ private:
+  static constexpr std::chrono::milliseconds kFresh{1000};
+  std::mutex mu_;
+  Scan kept_;
+};
+
+// The device at info's bus and address in ctx's scan; *list to be freed.
+libusb_device* Find(libusb_context* ctx, const UsbDeviceInfo& info, libusb_device*** list) {
+  ssize_t n = libusb_get_device_list(ctx, list);
+  if (n < 0) {
+    *list = nullptr;
+    return nullptr;
+  }
+  for (ssize_t i = 0; i < n; ++i) {
+    libusb_device* d = (*list)[i];
+    if (libusb_get_bus_number(d) == info.bus && libusb_get_device_address(d) == info.address) return d;
+  }
+  return nullptr;
+}
+
+FreshContext& Fresh() {
+  static FreshContext fresh;
+  return fresh;
+}
+
 class LibUsbBackend : public UsbBackend {
  public:
   Result<std::vector<UsbDeviceInfo>> List() override {
-    FP_ASSIGN_OR_RETURN(Context ctx, NewContext());
+    FP_ASSIGN_OR_RETURN(Scan scan, Fresh().Take());
+    Context& ctx = scan.ctx;
     libusb_device** list = nullptr;
     ssize_t n = libusb_get_device_list(ctx.get(), &list);
     if (n < 0) return UsbError("listing USB devices", static_cast<int>(n));
@@ -255,19 +313,20 @@ class LibUsbBackend : public UsbBackend {
       out.push_back(info);
     }
     libusb_free_device_list(list, 1);
+    Fresh().Put(std::move(scan));  // for the Open that usually follows
     return out;
   }
 
   Result<std::unique_ptr<UsbHandle>> Open(const UsbDeviceInfo& info) override {
-    FP_ASSIGN_OR_RETURN(Context ctx, NewContext());
+    FP_ASSIGN_OR_RETURN(Scan scan, Fresh().Take());
+    Context ctx = std::move(scan.ctx);
     libusb_device** list = nullptr;
-    ssize_t n = libusb_get_device_list(ctx.get(), &list);
-    if (n < 0) return UsbError("listing USB devices", static_cast<int>(n));
-    libusb_device* dev = nullptr;
-    for (ssize_t i = 0; i < n && dev == nullptr; ++i) {
-      if (libusb_get_bus_number(list[i]) == info.bus && libusb_get_device_address(list[i]) == info.address) {
-        dev = list[i];
-      }
+    libusb_device* dev = Find(ctx.get(), info, &list);
+    if (dev == nullptr) {  // not in the kept context's scan: a new one
+      if (list != nullptr) libusb_free_device_list(list, 1);
+      list = nullptr;
+      FP_ASSIGN_OR_RETURN(ctx, NewContext());
+      dev = Find(ctx.get(), info, &list);
     }
     libusb_device_handle* h = nullptr;
     int rc = dev ? libusb_open(dev, &h) : LIBUSB_ERROR_NO_DEVICE;
@@ -292,6 +351,7 @@ Result<UsbBackend*> LibUsb() {
   std::call_once(once, [] {
     auto ctx = NewContext();
     started = ctx.status();
+    if (ctx.ok()) Fresh().Put(Scan{std::move(*ctx), std::chrono::steady_clock::now()});
   });
   FP_RETURN_IF_ERROR(started);
   static LibUsbBackend backend;

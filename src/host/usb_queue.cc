@@ -6,6 +6,7 @@
 #include <deque>
 #include <string>
 
+#include "base/fd_io.h"
 #include "base/log.h"
 
 namespace flashpipe::host {
@@ -73,21 +74,44 @@ UsbOutQueue::Slot* UsbOutQueue::FreeSlot() {
   return nullptr;
 }
 
+Result<std::span<uint8_t>> UsbOutQueue::Room() {
+  FP_RETURN_IF_ERROR(failed_);
+  if (staged_ == nullptr) {
+    while ((staged_ = FreeSlot()) == nullptr) FP_RETURN_IF_ERROR(WaitOne());
+    staged_->buf.resize(options_.transfer_bytes);
+    staged_->used = 0;
+  }
+  return std::span(staged_->buf).subspan(staged_->used);
+}
+
+Status UsbOutQueue::Filled(size_t n) {
+  staged_->used += n;
+  return staged_->used == staged_->buf.size() ? SubmitStaged() : Status::Ok();
+}
+
 Status UsbOutQueue::Write(std::span<const std::span<const uint8_t>> pieces) {
   FP_RETURN_IF_ERROR(failed_);
   for (std::span<const uint8_t> p : pieces) {
     while (!p.empty()) {
-      if (staged_ == nullptr) {
-        while ((staged_ = FreeSlot()) == nullptr) FP_RETURN_IF_ERROR(WaitOne());
-        staged_->buf.resize(options_.transfer_bytes);
-        staged_->used = 0;
-      }
-      size_t n = std::min(p.size(), staged_->buf.size() - staged_->used);
-      std::memcpy(staged_->buf.data() + staged_->used, p.data(), n);
-      staged_->used += n;
+      FP_ASSIGN_OR_RETURN(std::span<uint8_t> room, Room());
+      size_t n = std::min(p.size(), room.size());
+      std::memcpy(room.data(), p.data(), n);
       p = p.subspan(n);
-      if (staged_->used == staged_->buf.size()) FP_RETURN_IF_ERROR(SubmitStaged());
+      FP_RETURN_IF_ERROR(Filled(n));
     }
+  }
+  return Status::Ok();
+}
+
+Status UsbOutQueue::WriteFile(int file, uint64_t offset, uint64_t n) {
+  while (n > 0) {
+    FP_ASSIGN_OR_RETURN(std::span<uint8_t> room, Room());
+    room = room.first(static_cast<size_t>(std::min<uint64_t>(room.size(), n)));
+    // The image's fault, not the device's (kCorrupt), but the stream has a hole.
+    if (Status st = PreadExact(file, room, offset, "the image"); !st.ok()) return Fail(st);
+    offset += room.size();
+    n -= room.size();
+    FP_RETURN_IF_ERROR(Filled(room.size()));
   }
   return Status::Ok();
 }

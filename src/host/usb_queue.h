@@ -13,7 +13,8 @@
 // FLASHPIPE_USB_QUEUE=BYTES:DEPTH (e.g. 256K:8) overrides both, for
 // benchmarks.
 //
-// UsbOutQueue copies the caller's bytes into its own transfer buffers, so
+// UsbOutQueue copies the caller's bytes (or reads a file's) into its own
+// transfer buffers, so
 // Write returns as soon as they are submitted (only the last, partly filled
 // buffer waits for the next Write or for Drain) and the caller may reuse its
 // memory; Drain submits that buffer and waits for every transfer. The bytes
@@ -66,6 +67,9 @@ class UsbOutQueue {
   UsbOutQueue& operator=(const UsbOutQueue&) = delete;
 
   Status Write(std::span<const std::span<const uint8_t>> pieces);
+  // `n` bytes of `file` from `offset`, read straight into the transfer
+  // buffers (no window in between); a file that ends early is kCorrupt.
+  Status WriteFile(int file, uint64_t offset, uint64_t n);
   Status Drain();
   // How many transfers are in flight (for tests).
   size_t in_flight() const;
@@ -77,6 +81,9 @@ class UsbOutQueue {
     uint64_t tag = 0;
     bool busy = false;
   };
+  // The staged buffer's free space (a free one staged first).
+  Result<std::span<uint8_t>> Room();
+  Status Filled(size_t n);
   Status SubmitStaged();
   Status WaitOne();
   Status Fail(Status st);

@@ -6,6 +6,10 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <array>
+#include <cstdlib>
 #include <numeric>
 
 #include "testing/fake_usb_handle.h"
@@ -132,6 +136,31 @@ TEST(UsbOutQueueTest, DestroyedWithTransfersInFlightReapsThem) {
   }
   EXPECT_EQ(rec.in_flight, 0u);
   EXPECT_FALSE(rec.contract_broken);
+}
+
+TEST(UsbOutQueueTest, FileRangesAreReadIntoTheTransfersAndAShortFileIsTheImagesFault) {
+  FakeUsbHandle::Record rec;
+  FakeUsbHandle h(&rec);
+  auto data = Pattern(20000);
+  char path[] = "/tmp/usb_queue_test.XXXXXX";
+  int fd = ::mkstemp(path);
+  ASSERT_GE(fd, 0);
+  ::unlink(path);
+  ASSERT_EQ(::write(fd, data.data(), data.size()), static_cast<ssize_t>(data.size()));
+  UsbOutQueue q(h, kSmall);
+  std::array<uint8_t, 28> header{};
+  std::array<std::span<const uint8_t>, 1> head{std::span<const uint8_t>(header)};
+  ASSERT_TRUE(q.Write(head).ok());
+  ASSERT_TRUE(q.WriteFile(fd, 100, 15000).ok());
+  ASSERT_TRUE(q.Drain().ok());
+  std::vector<uint8_t> want(header.begin(), header.end());
+  want.insert(want.end(), data.begin() + 100, data.begin() + 15100);
+  EXPECT_EQ(rec.out_bytes, want);
+  Status st = q.WriteFile(fd, 19000, 5000);  // past the end of the file
+  EXPECT_EQ(st.code(), Code::kCorrupt) << st.ToString();
+  EXPECT_EQ(q.Drain().code(), Code::kCorrupt) << "the stream has a hole";
+  EXPECT_EQ(rec.in_flight, 0u);
+  ::close(fd);
 }
 
 // ---- IN ----

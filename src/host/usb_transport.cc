@@ -32,6 +32,12 @@ Status UsbTransport::Send(std::string_view command) {
 
 Status UsbTransport::SendData(std::span<const std::span<const uint8_t>> pieces) { return out_->Write(pieces); }
 
+Status UsbTransport::SendDataFile(std::span<const std::span<const uint8_t>> head, int file, uint64_t offset,
+                                  uint64_t n) {
+  FP_RETURN_IF_ERROR(out_->Write(head));
+  return out_->WriteFile(file, offset, n);
+}
+
 Status UsbTransport::ReceiveData(std::span<uint8_t> buf) {
   FP_RETURN_IF_ERROR(out_->Drain());
   return UsbReadExact(*handle_, buf, queue_options_);

@@ -5,7 +5,8 @@
 // counts bytes, so transfers may be cut anywhere): SendData returns once
 // its bytes are queued, and the next Send or Receive first waits for every
 // one of them, so a failed transfer fails the download before its answer
-// is read. ReceiveData reads a fetch:/upload data phase with IN transfers
+// is read. A file range (SendDataFile) is read straight into the transfer
+// buffers: one copy, no shared window. ReceiveData reads a fetch:/upload data phase with IN transfers
 // in flight (UsbReadExact). After a data phase failed the transport keeps
 // failing: the byte stream has a hole.
 #pragma once
@@ -30,6 +31,9 @@ class UsbTransport : public Transport {
   Status Send(std::string_view command) override;
   Result<std::string> Receive() override;
   Status SendData(std::span<const std::span<const uint8_t>> pieces) override;
+  bool can_send_file() const override { return true; }
+  Status SendDataFile(std::span<const std::span<const uint8_t>> head, int file, uint64_t offset,
+                      uint64_t n) override;
   Status ReceiveData(std::span<uint8_t> buf) override;
   std::string name() const override { return name_; }
 
