@@ -127,7 +127,7 @@ Status UsbOutQueue::SubmitStaged() {
       return Status::Ok();
     }
     // The kernel's transfer memory is shared: wait for one of ours.
-    if (tag.status().code() != Code::kBusy || in_flight() == 0) return Fail(tag.status());
+    if (tag.status().code() != Code::kBusy || in_flight() == 0) return Fail(tag.status().WithContext("usb: sending data"));
     if (Status st = WaitOne(); !st.ok()) return st;
   }
 }
@@ -229,7 +229,7 @@ class InQueue {
       auto tag = h_.Submit(UsbDir::kIn, buf_.subspan(next_, len));
       if (!tag.ok()) {
         if (tag.status().code() == Code::kBusy && !reqs_.empty()) return;  // after one of ours came back
-        Fail(tag.status());
+        Fail(tag.status().WithContext("usb: reading data"));
         return;
       }
       reqs_.push_back({.tag = *tag, .offset = next_, .len = len});

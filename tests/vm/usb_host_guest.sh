@@ -82,6 +82,29 @@ cmp /tmp/p/aosp_raw /tmp/p/fp_raw >/dev/null || die "the two clients left differ
 cmp /tmp/p/aosp_sparse /tmp/p/fp_sparse >/dev/null || die "the two clients left different sparse partitions"
 pass "AOSP client and flashpipe flash: raw of 20 MiB + 1234 bytes == image, sparse ext4 == simg2img output, partitions identical"
 
+odd_size=$(stat -c %s /tmp/img/odd.raw)
+timeout 60 ./usb_fetch_probe $S fp_raw "$odd_size" /tmp/back.raw || die "fetch of fp_raw failed"
+cmp /tmp/back.raw /tmp/img/odd.raw || die "fp_raw read back over USB != odd.raw"
+timeout 60 ./usb_fetch_probe $S fp_sparse "$(stat -c %s /tmp/img/ext4.oracle)" /tmp/back.img || die "fetch of fp_sparse failed"
+cmp /tmp/back.img /tmp/img/ext4.oracle || die "fp_sparse read back over USB != simg2img output"
+timeout 60 fastboot -s $S getvar product >/dev/null 2>&1 || die "the device does not answer after the fetches"
+pass "read back over USB (fetch:, queued IN transfers): fp_raw ($odd_size bytes) == odd.raw, fp_sparse == simg2img output, the device answers after them"
+
+# A fetch cut by an unplug: ReceiveData ends at once, kCancelled.
+./usb_fetch_probe $S big $((240 << 20)) /tmp/back.big >probe.out 2>&1 &
+probe=$!
+sleep 0.5
+kill -0 $probe 2>/dev/null || die "the fetch of 240 MiB ended before the cut: $(cat probe.out)"
+t0=$SECONDS
+echo '' >$G/UDC
+for _ in $(seq 300); do kill -0 $probe 2>/dev/null || break; sleep 0.1; done
+kill -0 $probe 2>/dev/null && { kill -9 $probe; die "usb_fetch_probe still running 30 s after the unplug"; }
+wait $probe && die "a fetch cut by an unplug succeeded"
+grep -qE "kCancelled|cancelled|went away" probe.out || die "fetch cut by an unplug: no clear error: $(cat probe.out)"
+pass "fetch cut by an unplug ended after $((SECONDS - t0)) s: $(head -c 160 probe.out)"
+echo dummy_udc.0 >$G/UDC || die "rebind the UDC"
+wait_for 30 listed || die "$S not back after the replug"
+
 cut_download "UDC unbound (cable pulled)" sh -c "echo '' > $G/UDC"
 echo dummy_udc.0 >$G/UDC || die "rebind the UDC"
 wait_for 30 listed || die "$S not back after the replug"

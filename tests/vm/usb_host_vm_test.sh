@@ -6,7 +6,10 @@
 # gadget's UDC unbound mid-transfer) and one cut by the daemon killed
 # mid-transfer each end `flashpipe flash` non-zero within a bounded time,
 # saying the device went away, with no flashpipe client left running; after
-# the replug the same device is flashed correctly again. Inside the VM of
+# the replug the same device is flashed correctly again. Read-back: both
+# partitions fetched back over USB (usb_fetch_probe: Transport::ReceiveData,
+# queued IN transfers) equal their images, and a fetch cut by an unplug
+# fails at once. Inside the VM of
 # tests/vm (Debian 6.1 under QEMU TCG, dummy_hcd); usb_host_guest.sh runs
 # the flashes and checks in the guest.
 #   FLASHPIPE=build/flashpipe bash tests/vm/usb_host_vm_test.sh
@@ -30,6 +33,9 @@ img2simg "$work/ext4.img" "$work/ext4.simg"
 simg2img "$work/ext4.simg" "$work/ext4.oracle"
 rm -rf "$work/root" "$work/ext4.img"
 cp "$FLASHPIPE" "$work/flashpipe"
+probe=${FLASHPIPE_BUILD_DIR:-$(dirname "$FLASHPIPE")}/usb_fetch_probe
+[ -x "$probe" ] || die "$probe missing (cmake --build build --target usb_fetch_probe)"
+cp "$probe" "$work/"
 cp "$SRC/tests/vm/usb_host_guest.sh" "$work/"
 echo "== images ready in $(($(date +%s) - start)) s; booting the VM (up to $VM_SECONDS s)"
 
