@@ -4,14 +4,15 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <deque>
-#include <map>
 #include <fstream>
-#include <chrono>
+#include <map>
 #include <mutex>
 #include <optional>
 
+#include "base/log.h"
 #include "wire/usb.h"
 
 namespace flashpipe::host {
@@ -140,7 +141,13 @@ class LibUsbHandle : public UsbHandle {
   LibUsbHandle(Context ctx, libusb_device_handle* h, const UsbDeviceInfo& info)
       : ctx_(std::move(ctx)), h_(h), info_(info) {}
   ~LibUsbHandle() override {
-    ReapLeftovers();
+    if (!ReapLeftovers()) {
+      // Transfers the kernel still holds: the handle and its context are
+      // left open (nobody handles their events again), never freed under them.
+      log::Warn("usb:{}: {} transfers never came back; the device stays open", info_.path, live_.size());
+      (void)ctx_.release();
+      return;
+    }
     libusb_release_interface(h_, info_.interface);
     libusb_close(h_);
   }
@@ -202,14 +209,16 @@ class LibUsbHandle : public UsbHandle {
   }
 
   // A caller that broke the contract: its transfers are cancelled and
-  // reaped here, bounded, so none completes into a closed handle.
-  void ReapLeftovers() {
+  // reaped here, bounded, so none completes into a closed handle. False:
+  // some never came back.
+  bool ReapLeftovers() {
     for (auto& [t, tag] : live_) libusb_cancel_transfer(t);
     auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(5);
     while (!live_.empty() && std::chrono::steady_clock::now() < give_up) {
       timeval tv{0, 100000};
       libusb_handle_events_timeout_completed(ctx_.get(), &tv, nullptr);
     }
+    return live_.empty();
   }
 
   Result<size_t> Transfer(uint8_t ep, uint8_t* data, size_t len, std::chrono::milliseconds timeout, const char* what) {
