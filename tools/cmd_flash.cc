@@ -52,8 +52,8 @@ void AddFlags(CLI::App& app, Flags& f) {
   app.add_option("--lag-limit", f.lag_limit,
                  "seconds after which a device that keeps the others waiting reads the image on its own (default 3)");
   app.add_flag("--no-sendfile", f.no_sendfile,
-               "TCP devices take the data of a sparse or raw file from the shared window too (one copy per device), "
-               "not from the file by sendfile");
+               "TCP and USB devices take the data of a sparse or raw file from the shared window too (one copy per "
+               "device), not from the file (TCP: by sendfile; USB: read into its transfers)");
   app.add_flag("--reboot", f.reboot, "reboot each device once it is flashed");
   app.add_flag("--verify{auto}", f.verify,
                "after each partition, compare the SHA-256 of every range the image defines with what the device "

@@ -1,13 +1,18 @@
 #include "host/libusb_backend.h"
 
 #include <libusb-1.0/libusb.h>
+#include <sys/time.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
+#include <deque>
 #include <fstream>
+#include <map>
 #include <mutex>
 #include <optional>
 
+#include "base/log.h"
 #include "wire/usb.h"
 
 namespace flashpipe::host {
@@ -118,11 +123,31 @@ Result<Context> NewContext() {
   return Context(ctx);
 }
 
+// A finished transfer's status, in the words UsbError uses.
+Status TransferStatus(libusb_transfer_status status, const char* what) {
+  switch (status) {
+    case LIBUSB_TRANSFER_COMPLETED: return Status::Ok();
+    case LIBUSB_TRANSFER_CANCELLED: return Cancelled(fmt::format("{}: cancelled", what));
+    case LIBUSB_TRANSFER_TIMED_OUT: return TimedOut(fmt::format("{}: timed out", what));
+    case LIBUSB_TRANSFER_OVERFLOW: return ProtocolError(fmt::format("{}: the device sent more than asked", what));
+    case LIBUSB_TRANSFER_NO_DEVICE: return Cancelled(fmt::format("{}: the device went away", what));
+    case LIBUSB_TRANSFER_STALL: return Cancelled(fmt::format("{}: endpoint stalled (the device went away)", what));
+    default: return Cancelled(fmt::format("{}: transfer error (the device went away)", what));
+  }
+}
+
 class LibUsbHandle : public UsbHandle {
  public:
   LibUsbHandle(Context ctx, libusb_device_handle* h, const UsbDeviceInfo& info)
       : ctx_(std::move(ctx)), h_(h), info_(info) {}
   ~LibUsbHandle() override {
+    if (!ReapLeftovers()) {
+      // Transfers the kernel still holds: the handle and its context are
+      // left open (nobody handles their events again), never freed under them.
+      log::Warn("usb:{}: {} transfers never came back; the device stays open", info_.path, live_.size());
+      (void)ctx_.release();
+      return;
+    }
     libusb_release_interface(h_, info_.interface);
     libusb_close(h_);
   }
@@ -133,22 +158,147 @@ class LibUsbHandle : public UsbHandle {
     return Transfer(info_.ep_in, buf.data(), buf.size(), timeout, "bulk in");
   }
 
+  Result<uint64_t> Submit(UsbDir dir, std::span<uint8_t> buf) override {
+    libusb_transfer* t = libusb_alloc_transfer(0);
+    if (t == nullptr) return Busy("usb: no memory for a transfer");
+    uint64_t tag = ++last_tag_;
+    uint8_t ep = dir == UsbDir::kOut ? info_.ep_out : info_.ep_in;
+    libusb_fill_bulk_transfer(t, h_, ep, buf.data(), static_cast<int>(buf.size()), &LibUsbHandle::Finished, this, 0);
+    live_[t] = tag;
+    int rc = libusb_submit_transfer(t);
+    if (rc != 0) {
+      live_.erase(t);
+      libusb_free_transfer(t);
+      // usbfs_memory_mb used up (by us or by other programs' devices).
+      if (rc == LIBUSB_ERROR_NO_MEM) return Busy("usb: the kernel's memory for transfers in flight is used up");
+      return UsbError(dir == UsbDir::kOut ? "bulk out" : "bulk in", rc);
+    }
+    return tag;
+  }
+
+  Result<std::optional<UsbDone>> Reap(std::chrono::milliseconds timeout) override {
+    auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (done_.empty()) {
+      auto left = std::chrono::duration_cast<std::chrono::microseconds>(deadline - std::chrono::steady_clock::now());
+      if (left.count() <= 0) return std::optional<UsbDone>();
+      timeval tv{static_cast<time_t>(left.count() / 1000000), static_cast<suseconds_t>(left.count() % 1000000)};
+      int rc = libusb_handle_events_timeout_completed(ctx_.get(), &tv, nullptr);
+      if (rc != 0 && rc != LIBUSB_ERROR_INTERRUPTED) return UsbError("usb: waiting for transfers", rc);
+    }
+    UsbDone d = std::move(done_.front());
+    done_.pop_front();
+    return std::optional<UsbDone>(std::move(d));
+  }
+
+  void Cancel(uint64_t tag) override {
+    for (auto& [t, live_tag] : live_) {
+      if (live_tag == tag) libusb_cancel_transfer(t);
+    }
+  }
+
  private:
+  static void LIBUSB_CALL Finished(libusb_transfer* t) {
+    auto* self = static_cast<LibUsbHandle*>(t->user_data);
+    auto it = self->live_.find(t);
+    if (it != self->live_.end()) {
+      const char* what = (t->endpoint & LIBUSB_ENDPOINT_IN) ? "bulk in" : "bulk out";
+      self->done_.push_back({it->second, TransferStatus(t->status, what), static_cast<size_t>(t->actual_length)});
+      self->live_.erase(it);
+    }
+    libusb_free_transfer(t);
+  }
+
+  // A caller that broke the contract: its transfers are cancelled and
+  // reaped here, bounded, so none completes into a closed handle. False:
+  // some never came back.
+  bool ReapLeftovers() {
+    for (auto& [t, tag] : live_) libusb_cancel_transfer(t);
+    auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (!live_.empty() && std::chrono::steady_clock::now() < give_up) {
+      timeval tv{0, 100000};
+      libusb_handle_events_timeout_completed(ctx_.get(), &tv, nullptr);
+    }
+    return live_.empty();
+  }
+
   Result<size_t> Transfer(uint8_t ep, uint8_t* data, size_t len, std::chrono::milliseconds timeout, const char* what) {
     int done = 0;
     int rc = libusb_bulk_transfer(h_, ep, data, static_cast<int>(len), &done, static_cast<unsigned>(timeout.count()));
+    if (rc == LIBUSB_ERROR_TIMEOUT && done == 0) {
+      return TimedOut(fmt::format("{}: the device answered nothing for {} s", what, (timeout.count() + 999) / 1000));
+    }
     if (rc != 0 && !(rc == LIBUSB_ERROR_TIMEOUT && done > 0)) return UsbError(what, rc);
     return static_cast<size_t>(done);
   }
   Context ctx_;  // exits after the destructor's body has closed the handle
   libusb_device_handle* h_;
   UsbDeviceInfo info_;
+  uint64_t last_tag_ = 0;
+  std::map<libusb_transfer*, uint64_t> live_;
+  std::deque<UsbDone> done_;
 };
+
+// A context that scanned the bus moments ago, kept for the next List or
+// Open: a scan reads sysfs for every device (tens of ms in the test VM), and
+// `flash` would otherwise scan three times before its first command (the
+// start-up check, List, Open). Older than kFresh, it is dropped: a new scan
+// then sees devices that came back.
+struct Scan {
+  Context ctx;
+  std::chrono::steady_clock::time_point at;  // when ctx scanned the bus
+};
+
+Result<Scan> NewScan() {
+  FP_ASSIGN_OR_RETURN(Context ctx, NewContext());
+  return Scan{std::move(ctx), std::chrono::steady_clock::now()};
+}
+
+class FreshContext {
+ public:
+  void Put(Scan scan) {
+    std::lock_guard lock(mu_);
+    if (std::chrono::steady_clock::now() - scan.at < kFresh) kept_ = std::move(scan);
+  }
+  Result<Scan> Take() {
+    {
+      std::lock_guard lock(mu_);
+      Scan kept = std::move(kept_);
+      kept_ = Scan{};
+      if (kept.ctx && std::chrono::steady_clock::now() - kept.at < kFresh) return kept;
+    }
+    return NewScan();
+  }
+
+ private:
+  static constexpr std::chrono::milliseconds kFresh{1000};
+  std::mutex mu_;
+  Scan kept_;
+};
+
+// The device at info's bus and address in ctx's scan; *list to be freed.
+libusb_device* Find(libusb_context* ctx, const UsbDeviceInfo& info, libusb_device*** list) {
+  ssize_t n = libusb_get_device_list(ctx, list);
+  if (n < 0) {
+    *list = nullptr;
+    return nullptr;
+  }
+  for (ssize_t i = 0; i < n; ++i) {
+    libusb_device* d = (*list)[i];
+    if (libusb_get_bus_number(d) == info.bus && libusb_get_device_address(d) == info.address) return d;
+  }
+  return nullptr;
+}
+
+FreshContext& Fresh() {
+  static FreshContext fresh;
+  return fresh;
+}
 
 class LibUsbBackend : public UsbBackend {
  public:
   Result<std::vector<UsbDeviceInfo>> List() override {
-    FP_ASSIGN_OR_RETURN(Context ctx, NewContext());
+    FP_ASSIGN_OR_RETURN(Scan scan, Fresh().Take());
+    Context& ctx = scan.ctx;
     libusb_device** list = nullptr;
     ssize_t n = libusb_get_device_list(ctx.get(), &list);
     if (n < 0) return UsbError("listing USB devices", static_cast<int>(n));
@@ -172,19 +322,20 @@ class LibUsbBackend : public UsbBackend {
       out.push_back(info);
     }
     libusb_free_device_list(list, 1);
+    Fresh().Put(std::move(scan));  // for the Open that usually follows
     return out;
   }
 
   Result<std::unique_ptr<UsbHandle>> Open(const UsbDeviceInfo& info) override {
-    FP_ASSIGN_OR_RETURN(Context ctx, NewContext());
+    FP_ASSIGN_OR_RETURN(Scan scan, Fresh().Take());
+    Context ctx = std::move(scan.ctx);
     libusb_device** list = nullptr;
-    ssize_t n = libusb_get_device_list(ctx.get(), &list);
-    if (n < 0) return UsbError("listing USB devices", static_cast<int>(n));
-    libusb_device* dev = nullptr;
-    for (ssize_t i = 0; i < n && dev == nullptr; ++i) {
-      if (libusb_get_bus_number(list[i]) == info.bus && libusb_get_device_address(list[i]) == info.address) {
-        dev = list[i];
-      }
+    libusb_device* dev = Find(ctx.get(), info, &list);
+    if (dev == nullptr) {  // not in the kept context's scan: a new one
+      if (list != nullptr) libusb_free_device_list(list, 1);
+      list = nullptr;
+      FP_ASSIGN_OR_RETURN(ctx, NewContext());
+      dev = Find(ctx.get(), info, &list);
     }
     libusb_device_handle* h = nullptr;
     int rc = dev ? libusb_open(dev, &h) : LIBUSB_ERROR_NO_DEVICE;
@@ -209,6 +360,7 @@ Result<UsbBackend*> LibUsb() {
   std::call_once(once, [] {
     auto ctx = NewContext();
     started = ctx.status();
+    if (ctx.ok()) Fresh().Put(Scan{std::move(*ctx), std::chrono::steady_clock::now()});
   });
   FP_RETURN_IF_ERROR(started);
   static LibUsbBackend backend;

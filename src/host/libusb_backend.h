@@ -1,6 +1,7 @@
-// LibUsbBackend: UsbBackend on libusb-1.0. Every List() and Open() starts
-// its own libusb context, and an opened device keeps its context until it
-// is closed: a new context scans the bus again, whereas an old one learns
+// LibUsbBackend: UsbBackend on libusb-1.0. Every List() and Open() uses
+// a libusb context that scanned the bus less than a second before (the one
+// the last List or the start-up check made, else a new one; one context
+// per opened device, kept until it is closed): a new context scans the bus again, whereas an old one learns
 // about devices that come and go only from udevd's events (Debian builds
 // libusb on libudev), which a container, a chroot or the test VM has not.
 // So a device that comes back (--retry, "waiting for device") is found

@@ -12,12 +12,31 @@
 // A UsbHandle moves bytes on the two bulk endpoints of one opened
 // interface: Out sends one transfer, In reads one (it completes early when
 // the device ends a transfer with a short packet). Both wait at most
-// `timeout`: kTimedOut; a device that went away is kCancelled.
+// `timeout`: kTimedOut; a device that went away is kCancelled. Commands
+// and responses use these.
+//
+// Data phases keep transfers in flight (usb_queue.h) through Submit, Reap
+// and Cancel, which never block on the device except Reap: Submit queues one
+// transfer on the OUT endpoint (`buf` is sent) or the IN endpoint (`buf` is
+// filled) and returns its tag at once; the bytes stay the caller's and must
+// neither move nor be freed until Reap has given that tag back. Transfers
+// on one endpoint run in the order they were submitted, with no time limit
+// of their own and never a zero-length packet. Reap waits at most `timeout`
+// for the next finished transfer (nullopt: none finished in that time):
+// its status (Ok; kCancelled when Cancel ended it or the device went away;
+// kProtocol when the device sent more than asked) and how many bytes it
+// moved, also when it failed. Cancel asks a transfer to end early; it still
+// comes back from Reap. Submit fails with kBusy when the kernel's memory for
+// transfers in flight is used up (usbfs_memory_mb, shared by every device
+// of the system): the caller retries after one of its own came back.
+// REQUIRES: every submitted transfer reaped before the handle is destroyed
+// (the libusb handle cancels and reaps leftovers itself, as a last resort).
 #pragma once
 
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -36,11 +55,23 @@ struct UsbDeviceInfo {
   uint16_t max_packet = 512;
 };
 
+enum class UsbDir : uint8_t { kOut, kIn };
+
+struct UsbDone {
+  uint64_t tag = 0;
+  Status status;
+  size_t actual = 0;  // bytes moved
+};
+
 class UsbHandle {
  public:
   virtual ~UsbHandle() = default;
   virtual Result<size_t> Out(std::span<const uint8_t> data, std::chrono::milliseconds timeout) = 0;
   virtual Result<size_t> In(std::span<uint8_t> buf, std::chrono::milliseconds timeout) = 0;
+
+  virtual Result<uint64_t> Submit(UsbDir dir, std::span<uint8_t> buf) = 0;
+  virtual Result<std::optional<UsbDone>> Reap(std::chrono::milliseconds timeout) = 0;
+  virtual void Cancel(uint64_t tag) = 0;
 };
 
 class UsbBackend {
