@@ -170,8 +170,9 @@ Status ParsePartitionLine(std::string_view line, std::string where, Layout* l) {
     FP_ASSIGN_OR_RETURN(p.number, NodeNumber(Trim(line.substr(0, colon))));
     line.remove_prefix(colon + 1);
   }
-  FP_ASSIGN_OR_RETURN(auto fields, SplitFields(line));
-  for (const Field& f : fields) {
+  auto fields = SplitFields(line);
+  if (!fields.ok()) return fields.status().WithContext(p.where);
+  for (const Field& f : *fields) {
     Status s = ApplyField(f, &p);
     if (!s.ok()) return s.WithContext(fmt::format("{}: {}", p.where, log::Printable(f.key, 40)));
   }
