@@ -100,7 +100,7 @@ int RunPartition(int argc, char** argv) {
   app.add_option("LAYOUT", layout_path, "the layout file (- for stdin); not with --dump");
   app.add_flag("--dump", dump, "print the table on TARGET as a layout (sfdisk unless --format uboot)");
   app.add_option("--format", format_name,
-                 "layout format: auto (read: a text starting name= or uuid_disk= is U-Boot's, else sfdisk's; "
+                 "layout format: auto (read: a text starting uuid_disk=, or name= and holding a ';', is U-Boot's, else sfdisk's; "
                  "--dump: sfdisk), sfdisk, uboot");
   app.add_flag("--force", r.force,
                "write although the target is in use; a partition in use must still keep its start and size");

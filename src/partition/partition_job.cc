@@ -88,12 +88,26 @@ Result<Opened> Open(const std::string& path, bool writable, bool force) {
   return o;
 }
 
-// With --force: a partition in use keeps its place, or the write is refused.
-Status CheckPartitionsInUseKept(const std::string& path, const Opened& o, const Table& t) {
-  if (!o.block) return Status::Ok();
-  for (const io::KernelPartition& k : io::KernelPartitionsOf(o.st.st_rdev)) {
+struct PartitionInUse {
+  io::KernelPartition partition;
+  io::BlockUse use;
+};
+
+// Asked before the disk is opened: our own O_EXCL claim of the disk would
+// make every partition look claimed.
+std::vector<PartitionInUse> PartitionsInUse(const struct stat& st) {
+  std::vector<PartitionInUse> out;
+  if (!S_ISBLK(st.st_mode)) return out;
+  for (const io::KernelPartition& k : io::KernelPartitionsOf(st.st_rdev)) {
     io::BlockUse use = io::UseOfBlockDevice(k.dev);
-    if (!use.in_use()) continue;
+    if (use.in_use()) out.push_back({k, use});
+  }
+  return out;
+}
+
+// With --force: a partition in use keeps its place, or the write is refused.
+Status CheckPartitionsInUseKept(const std::string& path, const std::vector<PartitionInUse>& in_use, const Table& t) {
+  for (const auto& [k, use] : in_use) {
     bool kept = false;
     for (const Partition& p : t.partitions) {
       kept |= p.number == k.number && p.start * (t.sector_size / 512) == k.start &&
@@ -109,7 +123,9 @@ Status CheckPartitionsInUseKept(const std::string& path, const Opened& o, const 
 
 bool LooksLikeUboot(std::string_view text) {
   while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front()))) text.remove_prefix(1);
-  return text.starts_with("name=") || text.starts_with("uuid_disk=");
+  // sfdisk lines may start with name= too; they never hold ';' outside a
+  // quoted name.
+  return text.starts_with("uuid_disk=") || (text.starts_with("name=") && text.find(';') != std::string_view::npos);
 }
 
 }  // namespace
@@ -137,6 +153,7 @@ Result<std::string> FormatLayout(const Table& t, LayoutFormat format, std::strin
 Result<PartitionOutcome> WritePartitions(const PartitionRequest& r) {
   FP_ASSIGN_OR_RETURN(struct stat st, StatTarget(r.target));
   FP_RETURN_IF_ERROR(CheckNotInUse(r.target, st, r.force));
+  const std::vector<PartitionInUse> in_use = PartitionsInUse(st);
   auto layout = ParseLayout(r.layout, r.format);
   if (!layout.ok()) return layout.status().WithContext(r.layout_name);
   FP_ASSIGN_OR_RETURN(Opened o, Open(r.target, /*writable=*/!r.dry_run, r.force));
@@ -146,7 +163,7 @@ Result<PartitionOutcome> WritePartitions(const PartitionRequest& r) {
   PartitionOutcome out;
   out.table = *table;
   out.block_device = o.block;
-  FP_RETURN_IF_ERROR(CheckPartitionsInUseKept(r.target, o, out.table));
+  FP_RETURN_IF_ERROR(CheckPartitionsInUseKept(r.target, in_use, out.table));
   lp::FdBlockIo disk(o.fd.get(), r.target, 0, o.size, !r.dry_run);
   auto old = ReadTable(disk, o.sector, &out.notes);
   if (old.ok()) out.old = *old;

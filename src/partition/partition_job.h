@@ -13,8 +13,8 @@
 //     behind a loop device in use, is refused unless `force`; with `force`
 //     a partition in use is still refused when the new table would move,
 //     resize or drop it (its file system would be cut under it);
-//   - the layout parses (format given, or: a text starting "name=" or
-//     "uuid_disk=" is U-Boot's, anything else sfdisk's) and resolves on
+//   - the layout parses (format given, or: a text starting "uuid_disk=",
+//     or "name=" and holding a ';', is U-Boot's, anything else sfdisk's) and resolves on
 //     the target (layout.h: it fits, no overlaps, names unique and at most
 //     36 UTF-16 units); the sector size is the device's (BLKSSZGET), for a
 //     file the layout's sector-size or 512.
