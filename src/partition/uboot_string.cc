@@ -104,11 +104,13 @@ Result<Layout> ParseUbootString(std::string_view text) {
 }
 
 Result<std::string> FormatUbootString(const Table& t) {
+  if (t.partitions.empty()) return InvalidArgument("the table has no partitions, and a U-Boot string needs one");
   std::string out = fmt::format("uuid_disk={};", FormatGuid(t.disk_guid));
   for (const Partition& p : t.partitions) {
-    if (p.name.empty() || p.name.find_first_of(",;=") != std::string::npos || Trim(p.name) != p.name) {
+    if (p.name.empty() || p.name.find_first_of(",;=") != std::string::npos || p.name.find("${") != std::string::npos ||
+        Trim(p.name) != p.name) {
       return InvalidArgument(fmt::format("partition {} '{}': a U-Boot string cannot hold this name (empty, or with "
-                                         "',', ';', '=' or blanks at its ends); use --format sfdisk",
+                                         "',', ';', '=', '${{' or blanks at its ends); use --format sfdisk",
                                          p.number, log::Printable(p.name, 40)));
     }
     out += fmt::format("name={},start={},size={},uuid={},type={}{};", p.name,

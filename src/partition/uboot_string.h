@@ -17,8 +17,8 @@
 //
 // What the string cannot carry: first-lba, last-lba, the entry count and
 // entry numbers (partitions are numbered in order), attributes other than
-// bootable. FormatUbootString refuses a table whose names it cannot write
-// (empty, or holding ',', ';' or '='); `Lost` says what else a table holds
+// bootable. FormatUbootString refuses a table without partitions and one
+// whose names it cannot write (empty, or holding ',', ';', '=' or '${'); `Lost` says what else a table holds
 // that the string drops, so that the command can warn.
 #pragma once
 
