@@ -34,18 +34,22 @@ Result<std::string> ReadLayoutFile(const std::string& path) {
 }
 
 std::string Footer() {
-  std::string types;
-  for (const auto& [name, guid] : partition::KnownTypes()) types += (types.empty() ? "" : ", ") + name;
+  std::string types = "Types by name:", line;
+  for (const auto& [name, guid] : partition::KnownTypes()) {
+    if (types.size() - line.size() + name.size() > 100) line = types += "\n ";
+    types += " " + name + ",";
+  }
+  types.back() = ';';
   return "LAYOUT is an sfdisk script (what `sfdisk --dump` prints: label: gpt, label-id, first-lba, last-lba,\n"
          "sector-size, grain, then lines `[NODE :] start=, size=, type=, uuid=, name=, attrs=`; numbers are sectors\n"
          "unless they carry a suffix) or a U-Boot $partitions string (`uuid_disk=...;name=boot,start=1MiB,\n"
          "size=64MiB,uuid=...,type=...,bootable;name=rootfs,size=-;`; numbers are bytes). Sizes take K, M, G, T\n"
          "(binary, also KiB, MiB...); no size, `-` or `+` is the rest of the disk (last partition only). A start\n"
          "not given follows the previous partition, aligned to 1 MiB (sfdisk's `grain:` changes it); GUIDs not\n"
-         "given are random; the type defaults to linux.\n"
-         "Types by name: " + types + ";\n"
-         "sfdisk's L, S, U, H, R, V; sgdisk's codes (8300, ef00, a006...); in U-Boot strings also U-Boot's names\n"
-         "(system = EFI system partition). Or a GUID.\n\n"
+         "given are random; the type defaults to linux.\n" +
+         types + "\n"
+         "sfdisk's L, S, U, H, R, V; sgdisk's codes of these (8300, ef00, a006...); in U-Boot strings also U-Boot's\n"
+         "names (system = EFI system partition). Or a GUID.\n\n"
          "Nothing is written unless every check passes: the layout fits the target, no overlaps, names unique and\n"
          "at most 36 UTF-16 units, the target not in use (mounted, held, open exclusively; a file behind a loop\n"
          "device in use). The table is written backup first, then the primary, each part flushed, so a power cut\n"
