@@ -105,8 +105,8 @@ std::string Difference(dev_t rdev, const Table& t, std::vector<std::string>* nod
 
 std::string KernelUpdate::Describe() const {
   if (method == Method::kNotScanned) {
-    return "not told: the kernel does not scan partitions on this device (a loop device: attach it with "
-           "losetup -P)";
+    return "not told: the kernel does not scan partitions on this device (a partition itself, or a loop "
+           "device attached without losetup -P)";
   }
   std::string list;
   for (const auto& n : nodes) list += (list.empty() ? "" : ", ") + n;
