@@ -8,7 +8,7 @@
 
 #include "partition/gpt_image.h"
 #include "partition/uboot_string.h"
-#include "testing/recording_block_io.h"
+#include "testing/op_log_block_io.h"
 #include "testing/vector_block_io.h"
 
 namespace flashpipe::partition {
@@ -66,9 +66,9 @@ TEST(GptIo, WrittenTableReadsBack512And4K) {
 TEST(GptIo, WriteOrderIsBackupEntriesHeaderThenPrimary) {
   Table t = Make("name=a,size=1M", 16 * kMiB);
   std::vector<uint8_t> disk(16 * kMiB, 0);
-  testing::RecordingBlockIo io(&disk);
+  testing::OpLogBlockIo io(&disk);
   ASSERT_TRUE(WriteGpt(io, t).ok());
-  using K = testing::RecordingBlockIo::Kind;
+  using K = testing::OpLogBlockIo::Kind;
   const auto& ops = io.ops();
   std::vector<std::pair<K, uint64_t>> got;
   for (const auto& op : ops) got.emplace_back(op.kind, op.offset / 512);
@@ -101,9 +101,9 @@ struct Verdict {
 Verdict Judge(const Case& c, const Table& next, bool drop_syncs = false) {
   const uint32_t ss = next.sector_size;
   std::vector<uint8_t> disk = c.old_disk;
-  testing::RecordingBlockIo io(&disk);
+  testing::OpLogBlockIo io(&disk);
   EXPECT_TRUE(WriteGpt(io, next).ok());
-  using K = testing::RecordingBlockIo::Kind;
+  using K = testing::OpLogBlockIo::Kind;
   std::vector<std::vector<size_t>> windows(1);  // write op indexes between flushes
   for (size_t i = 0; i < io.ops().size(); ++i) {
     if (io.ops()[i].kind == K::kWrite) {

@@ -1,15 +1,17 @@
-// RecordingBlockIo: an lp::BlockIo over a byte vector that records every
+// OpLogBlockIo: an lp::BlockIo over a byte vector that records every
 // write (offset and bytes) and every sync in order (header-only, links only
 // flashpipe_lp), so that a test can rebuild, on a copy of the old medium,
 // what a power cut leaves: the writes before the last sync landed, any
 // subset of those after it, each possibly torn.
 //
 //   std::vector<uint8_t> disk = old;
-//   testing::RecordingBlockIo io(&disk);
+//   testing::OpLogBlockIo io(&disk);
 //   ...run the writer on io...
 //   for (const auto& op : io.ops()) ...   // kWrite (offset, data) or kSync
 //
-// partition/gpt_io_test.cc's Judge is the example.
+// partition/gpt_io_test.cc's Judge is the example. (testing/volatile_cache.h's
+// RecordingBlockIo records into the power-cut harness's WriteLog instead,
+// for tests that link flashpipe_powercut.)
 #pragma once
 
 #include <algorithm>
@@ -21,7 +23,7 @@
 
 namespace flashpipe::testing {
 
-class RecordingBlockIo final : public lp::BlockIo {
+class OpLogBlockIo final : public lp::BlockIo {
  public:
   enum class Kind { kWrite, kSync };
   struct Op {
@@ -30,7 +32,7 @@ class RecordingBlockIo final : public lp::BlockIo {
     std::vector<uint8_t> data;
   };
 
-  explicit RecordingBlockIo(std::vector<uint8_t>* medium, std::string name = "disk")
+  explicit OpLogBlockIo(std::vector<uint8_t>* medium, std::string name = "disk")
       : medium_(medium), name_(std::move(name)) {}
 
   std::string_view name() const override { return name_; }
