@@ -2,6 +2,10 @@
 # Builds the libFuzzer targets (clang, ASan+UBSan) in build-fuzz and runs each
 # for SECONDS (default 30), starting from the seeds in fuzz/seeds/NAME/ if any.
 #   scripts/fuzz.sh [SECONDS]
+# Every fuzz/*_fuzzer.cc is built and run: the sparse decoder, the fastboot
+# protocol, USB and client parsers, http answers, android-info, liblp
+# metadata, and the partition layout parsers (sfdisk scripts and U-Boot
+# $partitions strings: partition_layout_fuzzer).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs=${1:-30}

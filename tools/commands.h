@@ -22,6 +22,7 @@ int RunLp(int argc, char** argv);
 int RunFlash(int argc, char** argv);
 int RunFastboot(int argc, char** argv);
 int RunCache(int argc, char** argv);
+int RunPartition(int argc, char** argv);
 
 // The one place a Status becomes an exit status: prints
 // "flashpipe <command>: error: <status>" to stderr, returns 1 (0 when OK);

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -176,6 +177,25 @@ std::vector<BlockUse> LoopDevicesBackedBy(const FileId& file, const std::string&
     std::optional<FileId> backing = LoopBackingFile(*dev, root);
     if (backing && *backing == file) out.push_back(UseOfBlockDevice(*dev, root));
   }
+  return out;
+}
+
+std::vector<KernelPartition> KernelPartitionsOf(dev_t rdev, const std::string& root) {
+  std::vector<KernelPartition> out;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(SysDir(rdev, root), ec)) {
+    if (!fs::exists(e.path() / "partition", ec)) continue;
+    auto dev = ParseDev(ReadLine((e.path() / "dev").string()));
+    if (!dev) continue;
+    KernelPartition p;
+    p.dev = *dev;
+    p.name = e.path().filename().string();
+    p.number = static_cast<uint32_t>(std::strtoul(ReadLine((e.path() / "partition").string()).c_str(), nullptr, 10));
+    p.start = std::strtoull(ReadLine((e.path() / "start").string()).c_str(), nullptr, 10);
+    p.size = std::strtoull(ReadLine((e.path() / "size").string()).c_str(), nullptr, 10);
+    out.push_back(std::move(p));
+  }
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.number < b.number; });
   return out;
 }
 

@@ -55,6 +55,19 @@ struct BlockUse {
 std::vector<MountInfo> MountsFromMountinfo(const std::string& mountinfo, dev_t device,
                                            const std::vector<dev_t>& partitions);
 
+// A partition the kernel has for a disk now (sysfs: /sys/dev/block/M:m/NAME
+// with a "partition" file), which may differ from the table on the disk.
+struct KernelPartition {
+  uint32_t number = 0;  // "partition"
+  uint64_t start = 0;   // 512-byte units, as sysfs gives them
+  uint64_t size = 0;
+  dev_t dev = 0;
+  std::string name;     // "loop0p1": the node is /dev/NAME
+};
+
+// The kernel's partitions of disk `rdev`, by number.
+std::vector<KernelPartition> KernelPartitionsOf(dev_t rdev, const std::string& root = "");
+
 // The uses of block device `rdev` and of its partitions.
 BlockUse UseOfBlockDevice(dev_t rdev, const std::string& root = "");
 

@@ -32,6 +32,8 @@ class FakeSysTest : public ::testing::Test {
       Mkdir(part + "/holders/");
       Put(part + "/dev", fmt::format("259:{}\n", p - 1));
       Put(part + "/partition", fmt::format("{}\n", p));
+      Put(part + "/start", fmt::format("{}\n", 2048 * p));
+      Put(part + "/size", fmt::format("{}\n", 1000 + p));
       Link(fmt::format("../../devices/virtual/block/loop0/loop0p{}", p), fmt::format("/sys/dev/block/259:{}", p - 1));
     }
     Link("../../devices/virtual/block/loop0", "/sys/dev/block/7:0");
@@ -124,6 +126,17 @@ std::string Shell(const std::string& cmd) {
 
 // The real kernel: a loop device over a temp file is found by the file, and
 // an exclusive holder makes it in use.
+TEST_F(FakeSysTest, KernelPartitionsOfADisk) {
+  auto parts = KernelPartitionsOf(makedev(7, 0), root_);
+  ASSERT_EQ(parts.size(), 2u);
+  EXPECT_EQ(parts[0].number, 1u);
+  EXPECT_EQ(parts[0].name, "loop0p1");
+  EXPECT_EQ(parts[1].start, 4096u);
+  EXPECT_EQ(parts[1].size, 1002u);
+  EXPECT_EQ(parts[1].dev, makedev(259, 1));
+  EXPECT_TRUE(KernelPartitionsOf(makedev(259, 0), root_).empty());
+}
+
 TEST(LoopDevicesTest, RealLoopDeviceOverAFile) {
   if (geteuid() != 0) GTEST_SKIP() << "loop devices need root";
   testing::TempDir dir;

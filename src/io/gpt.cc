@@ -18,6 +18,7 @@ constexpr uint64_t kMaxEntryArrayBytes = 4 << 20;
 struct Header {
   uint64_t my_lba, alternate_lba, first_usable, last_usable, entries_lba;
   uint32_t num_entries, entry_size, entries_crc;
+  std::array<uint8_t, 16> disk_guid;
 };
 
 // Checks one header sector read from `lba`; fills `h`.
@@ -41,6 +42,7 @@ Status ParseHeader(std::span<const uint8_t> sector, uint64_t lba, uint64_t disk_
   h->alternate_lba = LoadLE<uint64_t>(&sector[32]);
   h->first_usable = LoadLE<uint64_t>(&sector[40]);
   h->last_usable = LoadLE<uint64_t>(&sector[48]);
+  std::memcpy(h->disk_guid.data(), &sector[56], 16);
   h->entries_lba = LoadLE<uint64_t>(&sector[72]);
   h->num_entries = LoadLE<uint32_t>(&sector[80]);
   h->entry_size = LoadLE<uint32_t>(&sector[84]);
@@ -83,6 +85,8 @@ Status ParseEntries(const Header& h, std::span<const uint8_t> array, GptTable* t
     std::memcpy(p.type_guid.data(), e.data(), 16);
     if (std::all_of(p.type_guid.begin(), p.type_guid.end(), [](uint8_t b) { return b == 0; })) continue;
     p.index = i;
+    std::memcpy(p.unique_guid.data(), e.data() + 16, 16);
+    p.attributes = LoadLE<uint64_t>(&e[48]);
     p.first_lba = LoadLE<uint64_t>(&e[32]);
     p.last_lba = LoadLE<uint64_t>(&e[40]);
     p.name = Utf16LeToUtf8(e.subspan(56, 72));
@@ -114,6 +118,11 @@ Status TryHeader(const ReadAtFn& read_at, uint64_t lba, uint32_t sector, uint64_
   std::vector<uint8_t> array;
   FP_RETURN_IF_ERROR(ReadEntries(read_at, *h, sector, disk_lbas, &array));
   table->partitions.clear();
+  table->disk_guid = h->disk_guid;
+  table->first_usable = h->first_usable;
+  table->last_usable = h->last_usable;
+  table->num_entries = h->num_entries;
+  table->entry_size = h->entry_size;
   return ParseEntries(*h, array, table);
 }
 

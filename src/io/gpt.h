@@ -28,12 +28,19 @@ struct GptPartition {
   uint64_t first_lba = 0;
   uint64_t last_lba = 0;            // inclusive
   std::array<uint8_t, 16> type_guid{};
+  std::array<uint8_t, 16> unique_guid{};  // on-disk (mixed-endian) bytes
+  uint64_t attributes = 0;
   uint32_t index = 0;               // position in the entry array
 };
 
 struct GptTable {
   uint32_t sector_size = 512;
   bool from_backup = false;
+  // The header the table was read from (primary, or the backup when
+  // from_backup), so that a writer can reproduce it (partition/).
+  std::array<uint8_t, 16> disk_guid{};  // on-disk bytes
+  uint64_t first_usable = 0, last_usable = 0;
+  uint32_t num_entries = 0, entry_size = 0;
   std::vector<std::string> warnings;
   std::vector<GptPartition> partitions;  // in entry order
 };

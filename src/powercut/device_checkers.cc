@@ -5,6 +5,7 @@
 
 #include "base/sha256.h"
 #include "fastboot/boot_control.h"
+#include "io/gpt.h"
 #include "lp/reader.h"
 #include "lp/writer.h"
 
@@ -109,6 +110,28 @@ Result<Reading> RegionChecker::Read(std::span<const uint8_t> device) {
   Sha256 h;
   h.Update(device.subspan(offset_, size_));
   return Reading{fmt::format("sha256 {} of {} bytes at {}", Sha256::Hex(h.Final()), size_, offset_)};
+}
+
+Result<Reading> GptChecker::Read(std::span<const uint8_t> device) {
+  auto read_at = [&](uint64_t offset, std::span<uint8_t> out) -> Status {
+    if (!Inside(offset, out.size(), device.size())) return Outside("gpt", offset, out.size(), device.size());
+    std::memcpy(out.data(), device.data() + offset, out.size());
+    return Status::Ok();
+  };
+  auto t = io::ReadGpt(read_at, device.size(), sector_);
+  if (!t.ok()) return Reading{"no valid GPT", true};
+  auto hex = [](const std::array<uint8_t, 16>& g) {
+    std::string s;
+    for (uint8_t b : g) s += fmt::format("{:02x}", b);
+    return s;
+  };
+  std::string text = fmt::format("disk {} usable {}-{}, {} entries:", hex(t->disk_guid), t->first_usable,
+                                 t->last_usable, t->num_entries);
+  for (const io::GptPartition& p : t->partitions) {
+    text += fmt::format(" {}[{}-{} type {} uuid {} attrs {:x} '{}']", p.index + 1, p.first_lba, p.last_lba,
+                        hex(p.type_guid), hex(p.unique_guid), p.attributes, p.name);
+  }
+  return Reading{text, false};
 }
 
 }  // namespace flashpipe::powercut

@@ -11,6 +11,12 @@
 //                       is read; a geometry that points past it is an error.
 //   RegionChecker       the SHA-256 of a byte range (what `write` put on a
 //                       block device).
+//   GptChecker          the GUID partition table, read by io/gpt.h as
+//                       `serve`, `read DEV:NAME` and `partition --dump` read
+//                       it: the disk GUID, the usable range and every entry
+//                       (number, LBAs, type, GUID, attributes, name), or "no
+//                       valid GPT", fail-closed (acceptable only while a
+//                       table is being changed).
 #pragma once
 
 #include <algorithm>
@@ -57,6 +63,17 @@ class RegionChecker final : public Checker {
 
  private:
   uint64_t offset_, size_;
+};
+
+class GptChecker final : public Checker {
+ public:
+  explicit GptChecker(uint32_t sector_size = 512) : sector_(sector_size) {}
+  std::string_view name() const override { return "gpt"; }
+  Result<Reading> Read(std::span<const uint8_t> device) override;
+  bool fail_closed_ok() const override { return true; }
+
+ private:
+  uint32_t sector_;
 };
 
 }  // namespace flashpipe::powercut

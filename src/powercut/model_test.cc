@@ -8,6 +8,8 @@
 #include "fastboot/storage.h"
 #include "lp/lp_test_util.h"
 #include "lp/writer.h"
+#include "partition/gpt_io.h"
+#include "partition/uboot_string.h"
 #include "powercut/device_checkers.h"
 #include "powercut/harness.h"
 #include "testing/volatile_cache.h"
@@ -133,6 +135,41 @@ TEST(PowerCutModelTest, LpMetadataWithoutSyncsIsCaught) {
   io.DropSyncs(true);
   MetadataSteps(run, io);
   LpMetadataChecker c(kSuper, kSuperSize, 0, 64 << 10);
+  auto rep = run.Check(c);
+  EXPECT_GT(rep.unacceptable, 0u) << Listing(rep);
+}
+
+// flashpipe partition's table writer: blank, then three tables.
+void GptSteps(ModelRun& run, testing::RecordingBlockIo& io) {
+  for (const char* layout : {"name=boot,size=1M;name=rootfs,size=-", "name=a,start=2M,size=1M;name=b,size=3M;name=c,size=-",
+                             "name=boot,size=2M;name=rootfs,size=-"}) {
+    auto l = partition::ParseUbootString(layout);
+    ASSERT_TRUE(l.ok());
+    auto t = partition::Resolve(*l, {.size = run.disk.size(), .sector_size = 512});
+    ASSERT_TRUE(t.ok()) << t.status().ToString();
+    ASSERT_TRUE(partition::WriteGpt(io, *t).ok());
+    run.Ack(layout);
+  }
+}
+
+TEST(PowerCutModelTest, APartitionTableReadsAsTheOldTheNewOrNone) {
+  ModelRun run(8 << 20);
+  testing::RecordingBlockIo io(&run.disk, 0, run.disk.size(), &run.log);
+  GptSteps(run, io);
+  GptChecker c;
+  auto rep = run.Check(c);
+  EXPECT_EQ(rep.unacceptable, 0u) << Listing(rep);
+  EXPECT_EQ(rep.marks, 3u);
+  EXPECT_GE(rep.flushes, 12u);
+  EXPECT_GE(rep.distinct, 4u);
+}
+
+TEST(PowerCutModelTest, APartitionTableWithoutItsFlushesIsCaught) {
+  ModelRun run(8 << 20);
+  testing::RecordingBlockIo io(&run.disk, 0, run.disk.size(), &run.log);
+  io.DropSyncs(true);
+  GptSteps(run, io);
+  GptChecker c;
   auto rep = run.Check(c);
   EXPECT_GT(rep.unacceptable, 0u) << Listing(rep);
 }

@@ -164,6 +164,28 @@ case_block() {
   pass "write --verify to a block device"
 }
 
+# flashpipe partition: a blank disk, then three tables (sfdisk, U-Boot, and
+# the first one's dump written back), each a mark once it said done.
+case_gpt() {
+  mkdir -p out/gpt
+  lw_start lwg gpt.img
+  printf 'label: gpt\n\nsize=1MiB, type=esp, name=boot\nname=rootfs\n' >/tmp/gpt1.sfdisk
+  printf 'name=a,start=2MiB,size=1MiB;name=b,size=3MiB,type=android-system;name=c,size=-;' >/tmp/gpt2.uboot
+  "$FP" partition /dev/mapper/lwg /tmp/gpt1.sfdisk >/tmp/w.out 2>&1 || die "partition 1: $(cat /tmp/w.out)"
+  lw_mark lwg "partition sfdisk"
+  snap_device lwg out/gpt/1
+  "$FP" partition /dev/mapper/lwg --dump >/tmp/gpt1.dump 2>/tmp/w.out || die "partition --dump: $(cat /tmp/w.out)"
+  "$FP" partition /dev/mapper/lwg /tmp/gpt2.uboot >/tmp/w.out 2>&1 || die "partition 2: $(cat /tmp/w.out)"
+  lw_mark lwg "partition uboot"
+  snap_device lwg out/gpt/2
+  "$FP" partition /dev/mapper/lwg /tmp/gpt1.dump >/tmp/w.out 2>&1 || die "partition 3: $(cat /tmp/w.out)"
+  lw_mark lwg "partition dump back"
+  snap_device lwg out/gpt/3
+  cmp -s out/gpt/1 out/gpt/3 || die "the dump written back is not the first table"
+  lw_stop lwg
+  pass "partition: blank, sfdisk layout, U-Boot layout, the first one's dump back"
+}
+
 # Outputs in files on ext4: write, img2simg, resparse, each replacing an
 # older file (or set of parts).
 snap_files() { cp -a /tmp/mnt/f/out "out/files/$1" || die "snapshot $1 of the files"; }
@@ -191,5 +213,6 @@ case_state_broken
 case_misc
 case_lp
 case_block
+case_gpt
 case_files
 echo "GUEST-DONE"

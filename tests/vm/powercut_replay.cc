@@ -61,6 +61,10 @@ const CaseRow kCases[] = {
        out->emplace_back(new pc::LpMetadataChecker(f.offset, size, f.slot));
        return fp::Status::Ok();
      }},
+    {"gpt", [](const Flags&, uint64_t, Checkers* out) {
+       out->emplace_back(new pc::GptChecker());
+       return fp::Status::Ok();
+     }},
     {"region", [](const Flags& f, uint64_t size, Checkers* out) {
        out->emplace_back(new pc::RegionChecker(f.offset, size));
        return fp::Status::Ok();
@@ -166,7 +170,7 @@ int Run(const Flags& f) {
 int main(int argc, char** argv) {
   Flags f;
   CLI::App app{"Replays a dm-log-writes log at every power-cut state and judges each"};
-  app.add_option("case", f.which, "boot-control, lp-metadata, region, state-file or files")->required();
+  app.add_option("case", f.which, "boot-control, lp-metadata, gpt, region, state-file or files")->required();
   app.add_option("--device", f.device, "the device's content before the run")->required();
   app.add_option("--log", f.log, "the dm-log-writes log device's content")->required();
   app.add_option("--expect", f.expect, "snapshot before the run, then one per mark ('any', 'absent')")->required();

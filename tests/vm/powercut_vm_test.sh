@@ -3,7 +3,8 @@
 # runs under dm-log-writes in the VM (powercut_guest.sh: serve's state file
 # on ext4, misc's boot control through set_active, liblp metadata through
 # update-super and create/resize/delete-logical-partition, write --verify to
-# a block device, write/img2simg/resparse outputs on ext4, and a deliberately
+# a block device, flashpipe partition tables, write/img2simg/resparse outputs
+# on ext4, and a deliberately
 # broken state writer), then powercut_replay rebuilds every flush/FUA state
 # and sampled reorderings and tears of the writes in between, and each
 # case's checker judges them. Fails on any unacceptable state (its write
@@ -57,6 +58,7 @@ SUPER_OFFSET=$((2048 * 512)) SUPER_SIZE=$((32768 * 512))
 "$FLASHPIPE" lp make -d $SUPER_SIZE -m 64K -s 2 -g main_a:6M -g main_b:6M \
   -p system_a:readonly:0:main_a -p system_b:readonly:0:main_b -o "$work/super_empty.img" >/dev/null
 rnd 1 8388608 >"$work/blk.img"
+head -c 8388608 /dev/zero >"$work/gpt.img"
 { rnd 2 1048576; head -c 1048576 /dev/zero; rnd 3 1049810; } >"$work/img.raw"
 mkfs.ext4 -q -F -b 1024 "$work/state.fs" 8M
 mkdir -p "$work/root/out"
@@ -118,6 +120,7 @@ mapfile -t e_state < <(seq_expect "$work/out/state" 6)
 mapfile -t e_broken < <(seq_expect "$work/out/broken" 3)
 mapfile -t e_misc < <(seq_expect "$work/out/misc" 3)
 mapfile -t e_lp < <(seq_expect "$work/out/lp" 6)
+mapfile -t e_gpt < <(seq_expect "$work/out/gpt" 3)
 mapfile -t e_files < <(printf -- '--expect\n%s\n' "$work/out/files/0"; seq_expect "$work/out/files" 3)
 # ext4 assumes a write inside 4 KiB is not torn (its 1 KiB superblock,
 # written in place): the file system cases tear at 4 KiB, the others at 512.
@@ -132,6 +135,7 @@ for slot in 0 1; do
 done
 replay block 0 region --device "$work/blk.img" --log "$work/out/lwd.log" --offset 0 --size "$(stat -c %s "$work/img.raw")" \
   --expect any --expect "$work/out/blk/1"
+replay gpt 0 gpt --device "$work/gpt.img" --log "$work/out/lwg.log" --expect "$work/gpt.img" "${e_gpt[@]}"
 replay files 0 files --tear-unit 4096 --device "$work/files.fs" --log "$work/out/lwf.log" --path /out/disk.img --path /out/conv.simg \
   --parts /out/parts.simg "${e_files[@]}"
 wait_replays
