@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "base/log.h"
+#include "base/units.h"
 #include "partition/text_fields.h"
 #include "partition/types.h"
 
@@ -20,12 +21,10 @@ std::string_view Trim(std::string_view s) {
   return s;
 }
 
-Result<uint64_t> ParseNumber(std::string_view text) {
-  uint64_t v = 0;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-  if (ec != std::errc() || end != text.data() + text.size()) {
-    return InvalidArgument(fmt::format("'{}' is not a number", text.substr(0, 40)));
-  }
+// A plain number of sectors or bytes: the one digits rule (base/units.h).
+Result<uint64_t> Number(std::string_view text) {
+  auto v = flashpipe::ParseNumber(text);
+  if (!v.ok()) return InvalidArgument(fmt::format("'{}' is not a number: {}", text.substr(0, 40), v.status().message()));
   return v;
 }
 
@@ -96,15 +95,15 @@ Status ApplyHeader(std::string_view key, std::string_view value, Layout* l) {
   } else if (key == "unit") {
     if (value != "sectors") return Unsupported(fmt::format("unit: '{}': only sectors", value.substr(0, 20)));
   } else if (key == "first-lba") {
-    FP_ASSIGN_OR_RETURN(l->first_lba, ParseNumber(value));
+    FP_ASSIGN_OR_RETURN(l->first_lba, Number(value));
   } else if (key == "last-lba") {
-    FP_ASSIGN_OR_RETURN(l->last_lba, ParseNumber(value));
+    FP_ASSIGN_OR_RETURN(l->last_lba, Number(value));
   } else if (key == "table-length") {
-    FP_ASSIGN_OR_RETURN(uint64_t n, ParseNumber(value));
+    FP_ASSIGN_OR_RETURN(uint64_t n, Number(value));
     if (n > kMaxEntries) return InvalidArgument(fmt::format("{} entries, at most {}", n, kMaxEntries));
     l->table_length = static_cast<uint32_t>(n);
   } else if (key == "sector-size") {
-    FP_ASSIGN_OR_RETURN(uint64_t n, ParseNumber(value));
+    FP_ASSIGN_OR_RETURN(uint64_t n, Number(value));
     if (n != 512 && n != 1024 && n != 2048 && n != 4096) return InvalidArgument(fmt::format("{} bytes: 512, 1024, 2048 or 4096", n));
     l->sector_size = static_cast<uint32_t>(n);
   } else if (key == "grain") {
