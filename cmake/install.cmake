@@ -78,6 +78,9 @@ set(CPACK_STRIP_FILES ON)  # debug symbols stay in the build tree
 set(CPACK_DEBIAN_PACKAGE_SECTION utils)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 set(CPACK_DEBIAN_FLASHPIPE_PACKAGE_NAME flashpipe)
+# libcurl is dlopen'ed on first use (src/fetch/curl_api.h), so dpkg-shlibdeps
+# cannot see it: said here, beside what it computes.
+set(CPACK_DEBIAN_FLASHPIPE_PACKAGE_DEPENDS "libcurl4 | libcurl3-gnutls")
 # The first line of a description is the package's summary.
 set(CPACK_DEBIAN_FLASHPIPE_DESCRIPTION
   "disk images onto storage at the speed of the storage

@@ -1,6 +1,5 @@
 #include "fetch/http_client.h"
 
-#include <curl/curl.h>
 
 #include <algorithm>
 #include <chrono>
@@ -9,6 +8,7 @@
 #include <memory>
 #include <thread>
 
+#include "fetch/curl_api.h"
 #include "fetch/url.h"
 
 namespace flashpipe::fetch {
@@ -20,10 +20,8 @@ constexpr uint64_t kPieceBytes = 8 << 20;  // a request asks for at most this mu
 constexpr size_t kPieceRanges = 64;         // ...in at most this many ranges
 constexpr long kMaxRedirects = 10;
 
-void InitCurl() {
-  static const bool done = [] { return curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK; }();
-  (void)done;
-}
+// libcurl, loaded on first use (fetch/curl_api.h).
+Status InitCurl() { return LoadCurl(); }
 
 bool Cancelled(const HttpOptions& o) { return o.cancel != nullptr && o.cancel->load(); }
 
@@ -44,8 +42,8 @@ struct Attempt {
   Attempt(const Attempt&) = delete;
   Attempt& operator=(const Attempt&) = delete;
   ~Attempt() {
-    if (easy != nullptr) curl_easy_cleanup(easy);
-    curl_slist_free_all(headers);
+    if (easy != nullptr) Curl().easy_cleanup(easy);
+    Curl().slist_free_all(headers);
   }
 };
 
@@ -77,35 +75,35 @@ int OnProgress(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
 }
 
 std::unique_ptr<Attempt> MakeAttempt(const std::string& url, const HttpOptions& o, const std::vector<std::string>& headers) {
-  InitCurl();
+  if (!InitCurl().ok()) return nullptr;  // the entry points said why
   auto a = std::make_unique<Attempt>();
   a->options = &o;
-  a->easy = curl_easy_init();
+  a->easy = Curl().easy_init();
   if (a->easy == nullptr) return nullptr;
-  for (const std::string& h : headers) a->headers = curl_slist_append(a->headers, h.c_str());
+  for (const std::string& h : headers) a->headers = Curl().slist_append(a->headers, h.c_str());
   CURL* e = a->easy;
-  curl_easy_setopt(e, CURLOPT_URL, url.c_str());
-  curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 1L);
-  curl_easy_setopt(e, CURLOPT_MAXREDIRS, kMaxRedirects);
-  curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
-  curl_easy_setopt(e, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
-  curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(o.connect_timeout * 1000));
-  curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, static_cast<long>(std::max<uint64_t>(o.speed_limit, 1)));
-  curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, std::max(1L, static_cast<long>(o.speed_time)));
-  curl_easy_setopt(e, CURLOPT_USERAGENT, "flashpipe/" FLASHPIPE_VERSION);
-  curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
-  curl_easy_setopt(e, CURLOPT_BUFFERSIZE, 512L << 10);
-  if (!o.cacert.empty()) curl_easy_setopt(e, CURLOPT_CAINFO, o.cacert.c_str());
-  curl_easy_setopt(e, CURLOPT_HTTPHEADER, a->headers);
-  curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, OnHeader);
-  curl_easy_setopt(e, CURLOPT_HEADERDATA, a.get());
-  curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, OnWrite);
-  curl_easy_setopt(e, CURLOPT_WRITEDATA, a.get());
-  curl_easy_setopt(e, CURLOPT_NOPROGRESS, 0L);
-  curl_easy_setopt(e, CURLOPT_XFERINFOFUNCTION, OnProgress);
-  curl_easy_setopt(e, CURLOPT_XFERINFODATA, a.get());
-  curl_easy_setopt(e, CURLOPT_ERRORBUFFER, a->errbuf);
+  Curl().easy_setopt(e, CURLOPT_URL, url.c_str());
+  Curl().easy_setopt(e, CURLOPT_FOLLOWLOCATION, 1L);
+  Curl().easy_setopt(e, CURLOPT_MAXREDIRS, kMaxRedirects);
+  Curl().easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+  Curl().easy_setopt(e, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+  Curl().easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(o.connect_timeout * 1000));
+  Curl().easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, static_cast<long>(std::max<uint64_t>(o.speed_limit, 1)));
+  Curl().easy_setopt(e, CURLOPT_LOW_SPEED_TIME, std::max(1L, static_cast<long>(o.speed_time)));
+  Curl().easy_setopt(e, CURLOPT_USERAGENT, "flashpipe/" FLASHPIPE_VERSION);
+  Curl().easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+  Curl().easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
+  Curl().easy_setopt(e, CURLOPT_BUFFERSIZE, 512L << 10);
+  if (!o.cacert.empty()) Curl().easy_setopt(e, CURLOPT_CAINFO, o.cacert.c_str());
+  Curl().easy_setopt(e, CURLOPT_HTTPHEADER, a->headers);
+  Curl().easy_setopt(e, CURLOPT_HEADERFUNCTION, OnHeader);
+  Curl().easy_setopt(e, CURLOPT_HEADERDATA, a.get());
+  Curl().easy_setopt(e, CURLOPT_WRITEFUNCTION, OnWrite);
+  Curl().easy_setopt(e, CURLOPT_WRITEDATA, a.get());
+  Curl().easy_setopt(e, CURLOPT_NOPROGRESS, 0L);
+  Curl().easy_setopt(e, CURLOPT_XFERINFOFUNCTION, OnProgress);
+  Curl().easy_setopt(e, CURLOPT_XFERINFODATA, a.get());
+  Curl().easy_setopt(e, CURLOPT_ERRORBUFFER, a->errbuf);
   return a;
 }
 
@@ -129,8 +127,8 @@ Status Outcome(const Attempt& a, CURLcode code, const std::string& what) {
   if (!a.stop.ok()) return a.stop;
   if (code == CURLE_OK || (code == CURLE_WRITE_ERROR && a.enough)) return Status::Ok();
   if (code == CURLE_ABORTED_BY_CALLBACK) return flashpipe::Cancelled(what + ": cancelled");
-  std::string detail = a.errbuf[0] != 0 ? fmt::format("{} ({})", curl_easy_strerror(code), a.errbuf)
-                                         : std::string(curl_easy_strerror(code));
+  std::string detail = a.errbuf[0] != 0 ? fmt::format("{} ({})", Curl().easy_strerror(code), a.errbuf)
+                                         : std::string(Curl().easy_strerror(code));
   if (code == CURLE_OPERATION_TIMEDOUT) return TimedOut(fmt::format("{}: {}", what, detail));
   if (Transient(code)) return IoError(fmt::format("{}: {}", what, detail), 0);
   if (code == CURLE_TOO_MANY_REDIRECTS) return InvalidArgument(fmt::format("{}: more than {} redirects ({})", what, kMaxRedirects, detail));
@@ -161,11 +159,12 @@ double Backoff(const HttpOptions& o, unsigned failures) {
 // One blocking attempt; transient failures are retried `retries` times.
 template <typename Setup>
 Result<std::unique_ptr<Attempt>> Perform(const HttpOptions& o, const std::string& what, Setup setup) {
+  FP_RETURN_IF_ERROR(InitCurl());
   for (unsigned failures = 0;; ++failures) {
     std::vector<std::string> headers;
     auto a = setup(headers);
     if (a == nullptr) return Internal("curl_easy_init failed");
-    CURLcode code = curl_easy_perform(a->easy);
+    CURLcode code = Curl().easy_perform(a->easy);
     Status s = Outcome(*a, code, what);
     if (s.ok() && TransientStatus(a->head.status)) s = HttpStatusError(a->head.status, what);
     if (s.ok() || !Retryable(s) || failures >= o.retries) {
@@ -179,7 +178,7 @@ Result<std::unique_ptr<Attempt>> Perform(const HttpOptions& o, const std::string
 
 std::string EffectiveUrl(CURL* e, const std::string& fallback) {
   char* u = nullptr;
-  return curl_easy_getinfo(e, CURLINFO_EFFECTIVE_URL, &u) == CURLE_OK && u != nullptr ? std::string(u) : fallback;
+  return Curl().easy_getinfo(e, CURLINFO_EFFECTIVE_URL, &u) == CURLE_OK && u != nullptr ? std::string(u) : fallback;
 }
 
 }  // namespace
@@ -276,9 +275,9 @@ class Fetcher {
     }
   }
   ~Fetcher() {
-    for (Active& a : active_) curl_multi_remove_handle(multi_, a.attempt->easy);
+    for (Active& a : active_) Curl().multi_remove_handle(multi_, a.attempt->easy);
     active_.clear();
-    if (multi_ != nullptr) curl_multi_cleanup(multi_);
+    if (multi_ != nullptr) Curl().multi_cleanup(multi_);
   }
   Status Run();
 
@@ -369,7 +368,7 @@ Status Fetcher::Start(Request req) {
     return x != nullptr ? OnBody(x, d) : Internal("attempt lost");
   };
   counters_->requests++;
-  if (curl_multi_add_handle(multi_, at->easy) != CURLM_OK) return Internal("curl_multi_add_handle failed");
+  if (Curl().multi_add_handle(multi_, at->easy) != CURLM_OK) return Internal("curl_multi_add_handle failed");
   return Status::Ok();
 }
 
@@ -456,7 +455,7 @@ Status Fetcher::Accept(Active* a, uint64_t offset, std::span<const uint8_t> data
 Status Fetcher::Done(size_t index, CURLcode code) {
   Active a = std::move(active_[index]);
   active_.erase(active_.begin() + static_cast<ptrdiff_t>(index));
-  curl_multi_remove_handle(multi_, a.attempt->easy);
+  Curl().multi_remove_handle(multi_, a.attempt->easy);
   if (a.attempt->stop.code() == Code::kCancelled && !Cancelled(o_)) return Status::Ok();  // superseded by a whole-file read
   std::string where = fmt::format("{}: {}", what_, SpanText(a.req));
   Status s = Outcome(*a.attempt, code, where);
@@ -479,10 +478,10 @@ Status Fetcher::Done(size_t index, CURLcode code) {
 }
 
 Status Fetcher::Run() {
-  InitCurl();
-  multi_ = curl_multi_init();
+  FP_RETURN_IF_ERROR(InitCurl());
+  multi_ = Curl().multi_init();
   if (multi_ == nullptr) return Internal("curl_multi_init failed");
-  curl_multi_setopt(multi_, CURLMOPT_MAX_HOST_CONNECTIONS, static_cast<long>(std::max(1u, o_.connections)));
+  Curl().multi_setopt(multi_, CURLMOPT_MAX_HOST_CONNECTIONS, static_cast<long>(std::max(1u, o_.connections)));
   while (!queue_.empty() || !active_.empty()) {
     if (Cancelled(o_)) return flashpipe::Cancelled(fmt::format("{}: fetch cancelled", what_));
     size_t limit = whole_ ? 1 : std::max(1u, o_.connections);
@@ -492,9 +491,9 @@ Status Fetcher::Run() {
       FP_RETURN_IF_ERROR(Start(r));
     }
     int running = 0;
-    curl_multi_perform(multi_, &running);
+    Curl().multi_perform(multi_, &running);
     int left = 0;
-    while (CURLMsg* m = curl_multi_info_read(multi_, &left)) {
+    while (CURLMsg* m = Curl().multi_info_read(multi_, &left)) {
       if (m->msg != CURLMSG_DONE) continue;
       for (size_t i = 0; i < active_.size(); ++i) {
         if (active_[i].attempt->easy != m->easy_handle) continue;
@@ -502,7 +501,7 @@ Status Fetcher::Run() {
         break;
       }
     }
-    curl_multi_poll(multi_, nullptr, 0, 50, nullptr);
+    Curl().multi_poll(multi_, nullptr, 0, 50, nullptr);
   }
   for (const Want& w : wants_) {
     if (w.next < w.end) return Internal(fmt::format("{}: bytes 0x{:x}-0x{:x} never arrived", what_, w.next, w.end));

@@ -234,7 +234,7 @@ field() { dpkg-deb -f "$1" "$2"; }
 [ "$(field "$deb" Package)" = flashpipe ] && [ "$(field "$deb" Version)" = "$version" ] || fail "name/version"
 [ "$(field "$deb" Section)" = utils ] || fail "section"
 [ -n "$(field "$deb" Maintainer)" ] && [ -n "$(field "$deb" Description)" ] || fail "maintainer/description"
-for dep in libc6 liburing2 libstdc++6 zlib1g; do
+for dep in libc6 liburing2 libstdc++6 zlib1g libcurl4; do  # libcurl4: declared, it is dlopen'ed (fetch/curl_api.h)
   field "$deb" Depends | grep -q "\b$dep\b" || fail "Depends lacks $dep (shlibdeps): $(field "$deb" Depends)"
 done
 [ "$(field "$links_deb" Depends)" = "flashpipe (= $version)" ] || fail "sparse-utils Depends"

@@ -5,7 +5,8 @@
 #      DEPS_LAYER lists say (read from there, not copied here), transitively;
 #   2. the two ends of a fastboot link (src/fastboot, the device side, and
 #      src/host, the host side) never define a class of the same name, so a
-#      name says which end it is.
+#      name says which end it is;
+#   3. the binary does not link libcurl (loaded on first use).
 set -euo pipefail
 SRC=${FLASHPIPE_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 python3 - "$SRC" <<'PY'
@@ -59,4 +60,10 @@ if not twins:
     print(f"ok: {len(dev)} device-side and {len(host)} host-side class names, none on both ends")
 sys.exit(1 if bad or twins else 0)
 PY
+# libcurl is loaded on first use (fetch/curl_api.h), never linked: every
+# process would map its 26 libraries at start.
+if [ -n "${FLASHPIPE:-}" ]; then
+  if ldd "$FLASHPIPE" | grep -q libcurl; then echo "FAIL: $FLASHPIPE links libcurl"; exit 1; fi
+  echo "ok: $(ldd "$FLASHPIPE" | wc -l) shared libraries, libcurl not among them"
+fi
 echo PASS
