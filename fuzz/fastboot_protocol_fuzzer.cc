@@ -1,5 +1,5 @@
 // Feeds random bytes to a fastboot session over a fake storage: as a TCP byte
-// stream (after the FB01 handshake, through the real TcpTransport over a
+// stream (after the FB01 handshake, through the real TcpConnection over a
 // socketpair) or as UDP packets (through UdpServer's packet engine). The
 // storage is an in-memory disk whose queue aborts on any op outside the
 // partitions, so a bounds bug anywhere in the flash/erase path is a crash.
@@ -70,7 +70,7 @@ void RunTcp(const uint8_t* data, size_t size) {
     close(sv[1]);
   });
   {
-    TcpTransport transport(UniqueFd(sv[0]), "fuzz", std::chrono::milliseconds(2000));
+    TcpConnection transport(UniqueFd(sv[0]), "fuzz", std::chrono::milliseconds(2000));
     if (transport.Handshake().ok()) (void)Session(device.get(), &transport).Run();
   }  // closes sv[0]: the client's read ends
   client.join();
