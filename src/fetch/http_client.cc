@@ -20,9 +20,6 @@ constexpr uint64_t kPieceBytes = 8 << 20;  // a request asks for at most this mu
 constexpr size_t kPieceRanges = 64;         // ...in at most this many ranges
 constexpr long kMaxRedirects = 10;
 
-// libcurl, loaded on first use (fetch/curl_api.h).
-Status InitCurl() { return LoadCurl(); }
-
 bool Cancelled(const HttpOptions& o) { return o.cancel != nullptr && o.cancel->load(); }
 
 // One HTTP attempt: an easy handle and what its callbacks learnt.
@@ -75,7 +72,7 @@ int OnProgress(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
 }
 
 std::unique_ptr<Attempt> MakeAttempt(const std::string& url, const HttpOptions& o, const std::vector<std::string>& headers) {
-  if (!InitCurl().ok()) return nullptr;  // the entry points said why
+  if (!LoadCurl().ok()) return nullptr;  // the entry points said why (libcurl loads on first use)
   auto a = std::make_unique<Attempt>();
   a->options = &o;
   a->easy = Curl().easy_init();
@@ -159,7 +156,7 @@ double Backoff(const HttpOptions& o, unsigned failures) {
 // One blocking attempt; transient failures are retried `retries` times.
 template <typename Setup>
 Result<std::unique_ptr<Attempt>> Perform(const HttpOptions& o, const std::string& what, Setup setup) {
-  FP_RETURN_IF_ERROR(InitCurl());
+  FP_RETURN_IF_ERROR(LoadCurl());
   for (unsigned failures = 0;; ++failures) {
     std::vector<std::string> headers;
     auto a = setup(headers);
@@ -478,7 +475,7 @@ Status Fetcher::Done(size_t index, CURLcode code) {
 }
 
 Status Fetcher::Run() {
-  FP_RETURN_IF_ERROR(InitCurl());
+  FP_RETURN_IF_ERROR(LoadCurl());
   multi_ = Curl().multi_init();
   if (multi_ == nullptr) return Internal("curl_multi_init failed");
   Curl().multi_setopt(multi_, CURLMOPT_MAX_HOST_CONNECTIONS, static_cast<long>(std::max(1u, o_.connections)));

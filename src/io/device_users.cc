@@ -119,12 +119,12 @@ std::vector<MountInfo> MountsFromMountinfo(const std::string& mountinfo, dev_t d
 }
 
 bool BlockUse::mounted_read_write() const {
-  return std::any_of(mount_info.begin(), mount_info.end(), [](const MountInfo& m) { return m.read_write; });
+  return std::any_of(mounts.begin(), mounts.end(), [](const MountInfo& m) { return m.read_write; });
 }
 
 std::string BlockUse::Why() const {
   std::string why;
-  for (const std::string& m : mounts) why += (why.empty() ? "" : ", ") + fmt::format("mounted on {}", m);
+  for (const MountInfo& m : mounts) why += (why.empty() ? "" : ", ") + fmt::format("mounted on {}", m.point);
   for (const std::string& h : holders) why += (why.empty() ? "" : ", ") + fmt::format("held by {}", h);
   if (why.empty() && busy) why = "opened exclusively by another program";
   return why;
@@ -147,8 +147,7 @@ BlockUse UseOfBlockDevice(dev_t rdev, const std::string& root) {
   std::ifstream in(root + "/proc/self/mountinfo");
   std::stringstream text;
   text << in.rdbuf();
-  use.mount_info = MountsFromMountinfo(text.str(), rdev, partitions);
-  for (const MountInfo& m : use.mount_info) use.mounts.push_back(m.point);
+  use.mounts = MountsFromMountinfo(text.str(), rdev, partitions);
   use.holders = HoldersOf(dirs);
   use.busy = ExclusivelyOpened(use.device);
   if (!root.empty()) use.device = use.device.substr(root.size());

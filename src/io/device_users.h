@@ -37,8 +37,7 @@ struct MountInfo {
 
 struct BlockUse {
   std::string device;                // "/dev/loop3"
-  std::vector<std::string> mounts;   // mount points of it or of its partitions
-  std::vector<MountInfo> mount_info;  // the same mounts, with source and mode
+  std::vector<MountInfo> mounts;     // of it or of its partitions
   std::vector<std::string> holders;  // "dm-0"
   bool busy = false;                 // an O_EXCL open fails with EBUSY
   bool in_use() const { return !mounts.empty() || !holders.empty() || busy; }

@@ -71,7 +71,7 @@ TEST_F(FakeSysTest, AMountedPartitionMakesTheDiskInUse) {
   BlockUse use = UseOfBlockDevice(makedev(7, 0), root_);
   EXPECT_EQ(use.device, "/dev/loop0");
   ASSERT_EQ(use.mounts.size(), 1u);
-  EXPECT_EQ(use.mounts[0], "/mnt/with space");
+  EXPECT_EQ(use.mounts[0].point, "/mnt/with space");
   EXPECT_TRUE(use.in_use());
   EXPECT_EQ(use.Describe(), "/dev/loop0 (mounted on /mnt/with space)");
   // The other partition is not mounted.
@@ -178,11 +178,11 @@ TEST(DeviceUsersTest, MountsOfTheDeviceAndItsPartitionsFromMountinfo) {
   EXPECT_EQ(mounts[1].source, "/dev/loop3p1");
   EXPECT_FALSE(mounts[1].read_write);
   EXPECT_TRUE(mounts[1].partition);
-  BlockUse use{.mount_info = mounts};
+  BlockUse use{.mounts = mounts};
   EXPECT_TRUE(use.mounted_read_write());
-  BlockUse ro{.mount_info = MountsFromMountinfo(info, makedev(259, 1), {})};
-  ASSERT_EQ(ro.mount_info.size(), 1u);
-  EXPECT_FALSE(ro.mount_info[0].partition);
+  BlockUse ro{.mounts = MountsFromMountinfo(info, makedev(259, 1), {})};
+  ASSERT_EQ(ro.mounts.size(), 1u);
+  EXPECT_FALSE(ro.mounts[0].partition);
   EXPECT_FALSE(ro.mounted_read_write());
 }
 

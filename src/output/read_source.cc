@@ -43,12 +43,12 @@ Result<Resolved> Resolve(const std::string& spec) {
 std::string MountWarning(const std::string& path, const io::BlockUse& use) {
   std::vector<std::string> where;
   bool whole = true;
-  for (const io::MountInfo& m : use.mount_info) {
+  for (const io::MountInfo& m : use.mounts) {
     whole = whole && !m.partition;
     where.push_back(fmt::format("{} at {} ({})", m.source, m.point, m.read_write ? "read-write" : "read-only"));
   }
   const bool rw = use.mounted_read_write();
-  std::string what = whole ? fmt::format("{} is mounted at {}", path, use.mount_info.front().point)
+  std::string what = whole ? fmt::format("{} is mounted at {}", path, use.mounts.front().point)
                            : fmt::format("{} has mounted partitions: {}", path, fmt::join(where, ", "));
   if (whole) what += rw ? " (read-write)" : " (read-only)";
   if (!rw) return what;
@@ -64,7 +64,7 @@ Status Claim(const Resolved& r, bool force, ReadSource* src) {
   if (src->claim.valid()) return Status::Ok();
   if (errno != EBUSY) return ErrnoError(fmt::format("cannot open {}", r.path));
   io::BlockUse use = io::UseOfBlockDevice(r.st.st_rdev);
-  if (!use.mount_info.empty()) {
+  if (!use.mounts.empty()) {
     src->warnings.push_back(MountWarning(r.path, use));
     return Status::Ok();
   }

@@ -159,9 +159,9 @@ TEST_F(SourceDeviceTest, AMountedDeviceIsReadWithAWarning) {
 }
 
 TEST(MountWarningTest, TheWarningNamesAMountedPartitionAndSaysWhatReadWriteMeans) {
-  io::BlockUse whole{.mount_info = {{"/dev/sdb", "/mnt", false}}};
+  io::BlockUse whole{.mounts = {{"/dev/sdb", "/mnt", false}}};
   EXPECT_EQ(MountWarning("/dev/sdb", whole), "/dev/sdb is mounted at /mnt (read-only)");
-  io::BlockUse parts{.mount_info = {{"/dev/sdb1", "/boot", false, true}, {"/dev/sdb2", "/", true, true}}};
+  io::BlockUse parts{.mounts = {{"/dev/sdb1", "/boot", false, true}, {"/dev/sdb2", "/", true, true}}};
   EXPECT_EQ(MountWarning("/dev/sdb", parts),
             "/dev/sdb has mounted partitions: /dev/sdb1 at /boot (read-only), /dev/sdb2 at / (read-write): files may "
             "change while they are read, so the image may be inconsistent (unmount it or remount it read-only first)");
