@@ -91,9 +91,14 @@ timeout 60 fastboot -s $S getvar product >/dev/null 2>&1 || die "the device does
 pass "read back over USB (fetch:, queued IN transfers): fp_raw ($odd_size bytes) == odd.raw, fp_sparse == simg2img output, the device answers after them"
 
 # A fetch cut by an unplug: ReceiveData ends at once, kCancelled.
+fetches=$(grep -c "fetch:big" d.log || true)
 ./usb_fetch_probe $S big $((240 << 20)) /tmp/back.big >probe.out 2>&1 &
 probe=$!
-sleep 0.5
+# Cut only once the daemon has the command (a loaded machine may take
+# longer than any fixed sleep to find and open the device).
+fetch_started() { [ "$(grep -c "fetch:big" d.log || true)" -gt "$fetches" ] || ! kill -0 $probe 2>/dev/null; }
+wait_for 60 fetch_started || die "the fetch of 240 MiB never reached the device: $(cat probe.out)"
+sleep 0.2
 kill -0 $probe 2>/dev/null || die "the fetch of 240 MiB ended before the cut: $(cat probe.out)"
 t0=$SECONDS
 echo '' >$G/UDC
