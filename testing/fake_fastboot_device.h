@@ -11,7 +11,9 @@
 // ReceiveData, OKAY; getvar max-fetch-size when max_fetch is set, and a
 // fetch above it FAILs), and it can misbehave: flip one byte of a partition
 // after every flash (corrupt_at), announce a fetch's DATA with a size off
-// by fetch_skew, or end a fetch's bytes with FAIL (fetch_fail). It can be slow (a delay per data send) or vanish after
+// by fetch_skew, or end a fetch's bytes with FAIL (fetch_fail). With
+// `stream` it takes stream-flash:PART (the next download is PART's; its
+// flash must name PART). It can be slow (a delay per data send) or vanish after
 // some data bytes (every call then fails as a closed connection would).
 // Every command is logged. One thread at a time; inspect after the run.
 // Header-only.
@@ -56,6 +58,7 @@ struct FakeDeviceConfig {
   int64_t fetch_skew = 0;      // fetch: announces DATA of the size asked + this
   std::string fetch_fail;      // fetch: after the bytes, FAIL with this (a medium that failed mid-read)
   uint64_t corrupt_at = UINT64_MAX;  // after each flash, this byte of the partition is flipped
+  bool stream = false;  // answers getvar stream-flash yes and stream-flash:P (serve's extension)
 };
 
 class FakeFastbootDevice : public host::Transport {
@@ -138,6 +141,7 @@ class FakeFastbootDevice : public host::Transport {
 
  private:
   void Say(std::string m) { out_.push_back(std::move(m)); }
+  std::string stream_next_, streamed_to_;  // stream-flash: for the next download, for the last one
 
   bool Slotted(const std::string& p) const { return partitions.count(p + "_a") > 0; }
 
@@ -150,6 +154,7 @@ class FakeFastbootDevice : public host::Transport {
     if (v == "product") return Say(wire::Okay("fakeboard"));
     if (v.starts_with("has-slot:")) return Say(wire::Okay(Slotted(after("has-slot:")) ? "yes" : "no"));
     if (v.starts_with("is-logical:")) return Say(wire::Okay(config_.logical.count(after("is-logical:")) ? "yes" : "no"));
+    if (v == "stream-flash" && config_.stream) return Say(wire::Okay("yes"));
     if (v == "max-fetch-size" && config_.fetch && config_.max_fetch > 0) {
       return Say(wire::Okay(wire::Hex32(static_cast<uint32_t>(config_.max_fetch))));
     }
@@ -165,7 +170,8 @@ class FakeFastbootDevice : public host::Transport {
     auto c = wire::ParseCommand(cmd);
     if (!c.ok()) return Say(wire::Fail(c.status().message()));
     const std::string& arg = c->arg;
-    bool mutating = c->name == "download" || c->name == "flash" || c->name == "erase" || c->name == "set_active";
+    bool mutating = c->name == "download" || c->name == "flash" || c->name == "erase" || c->name == "set_active" ||
+                    c->name == "stream-flash";
     if (mutating && config_.locked) return Say(wire::Fail(c->name + ": device is locked"));
     if (c->name == "getvar") return GetVar(arg);
     if (c->name == "download") {
@@ -174,11 +180,18 @@ class FakeFastbootDevice : public host::Transport {
       if (*n > config_.max_download) return Say(wire::Fail("download above max-download-size"));
       download_.clear();
       expected_ = *n;
+      streamed_to_ = std::exchange(stream_next_, std::string());
       return Say(wire::Data(*n));
+    }
+    if (c->name == "stream-flash" && config_.stream) {
+      if (partitions.find(arg) == partitions.end()) return Say(wire::Fail("partition '" + arg + "' not found"));
+      stream_next_ = arg;
+      return Say(wire::Okay());
     }
     if (c->name == "flash") {
       auto it = partitions.find(arg);
       if (it == partitions.end()) return Say(wire::Fail("partition '" + arg + "' not found"));
+      if (!streamed_to_.empty() && streamed_to_ != arg) return Say(wire::Fail("download went to " + streamed_to_));
       std::vector<uint8_t> before = it->second;
       Status st = Overlay(&it->second, download_);
       if (st.ok() && it->second.size() != before.size()) st = NoSpace("image larger than the partition");

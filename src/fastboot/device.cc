@@ -22,9 +22,9 @@ namespace {
 
 // "write-behind to 'system' failed (No space left on device): ...": the
 // partition and the cause first, so that they fit in the 60 bytes of a FAIL.
-Status WriteBehindError(std::string_view what, const Status& st) {
+Status WriteBehindError(std::string_view how, std::string_view what, const Status& st) {
   std::string cause = st.sys_errno() != 0 ? std::strerror(st.sys_errno()) : std::string(CodeName(st.code()));
-  return Status(st.code(), fmt::format("write-behind to {} failed ({}): {}", what, cause, st.message()));
+  return Status(st.code(), fmt::format("{} to {} failed ({}): {}", how, what, cause, st.message()));
 }
 
 // "64.0 MiB in 0.52 s, 123 MiB/s": the one line each flash and erase logs.
@@ -45,7 +45,8 @@ std::string Names(const std::vector<Partition>& parts) {
 FastbootDevice::FastbootDevice(DeviceConfig config, std::unique_ptr<Storage> storage, PersistentState state)
     : config_(std::move(config)), storage_(std::move(storage)), state_(std::move(state)) {
   for (auto& b : buffers_) b = std::make_unique<DownloadBuffer>(Landing::CapacityFor(config_.max_download_size));
-  if (config_.write_behind) worker_ = std::thread([this] { WorkerLoop(); });
+  // Write-behind flashes and streamed downloads (stream-flash) run here.
+  worker_ = std::thread([this] { WorkerLoop(); });
   if (config_.prefault) {
     prefault_ = std::thread([this] {
       buffers_[0]->Prefault();
@@ -55,6 +56,7 @@ FastbootDevice::FastbootDevice(DeviceConfig config, std::unique_ptr<Storage> sto
 }
 
 FastbootDevice::~FastbootDevice() {
+  landing_.Abort(Cancelled("the daemon is stopping"));  // a stream job waiting for bytes ends
   if (prefault_.joinable()) prefault_.join();
   if (worker_.joinable()) {
     {
@@ -123,21 +125,41 @@ void FastbootDevice::WaitForExit() {
   exit_cv_.wait(lock, [this] { return exit_; });
 }
 
-Status FastbootDevice::BeginDownload(uint32_t size) {
+Status FastbootDevice::BeginDownload(uint32_t size, const Partition* stream_to) {
   image_ready_ = false;
-  int busy;
-  {
-    std::lock_guard lock(job_mu_);
-    busy = job_buffer_;
-  }
-  download_buffer_ = busy == 0 ? 1 : 0;
+  streamed_to_.reset();
   // The session refuses larger downloads first; the buffer is sized for this.
   if (size > config_.max_download_size) {
     return InvalidArgument(fmt::format("download of {} bytes above the buffer for {}", size, config_.max_download_size));
   }
-  FP_ASSIGN_OR_RETURN(std::span<uint8_t> all, buffers_[download_buffer_]->Get());
+  std::unique_lock lock(job_mu_);
+  // A stream's job takes the slot: the write before it (another part of
+  // the same image, perhaps) ends first, and its buffer is then free.
+  if (stream_to != nullptr) {
+    ++flash_waiting_;
+    job_cv_.wait(lock, [this] { return !job_.has_value(); });
+    --flash_waiting_;
+  }
+  download_buffer_ = job_buffer_ == 0 ? 1 : 0;
+  auto all = buffers_[download_buffer_]->Get();
+  if (!all.ok()) {
+    job_cv_.notify_all();
+    return all.status();
+  }
+  std::shared_ptr<DownloadStream> stream;
+  if (stream_to != nullptr) stream = std::make_shared<DownloadStream>(size);
   // A fresh buffer's pages are faulted in ahead of the bytes (--prefault did it at start).
-  landing_.Begin(all, size, /*prefault=*/!config_.prefault);
+  landing_.Begin(*all, size, /*prefault=*/!config_.prefault, stream);
+  if (stream != nullptr) {
+    job_ = Job{*stream_to, {}, false, size, stream};
+    job_buffer_ = download_buffer_;
+    streamed_to_ = stream_to->name;
+    lock.unlock();
+    job_cv_.notify_all();
+    log::Debug("download of {} bytes into buffer {}, written to '{}' as it arrives", size, download_buffer_,
+               stream_to->name);
+    return Status::Ok();
+  }
   log::Debug("download of {} bytes into buffer {}", size, download_buffer_);
   return Status::Ok();
 }
@@ -154,14 +176,15 @@ void FastbootDevice::EndDownload() {
   }
 }
 
-void FastbootDevice::AbortDownload() {
+void FastbootDevice::AbortDownload(Status why) {
   image_ready_ = false;
-  landing_.Abort();
+  landing_.Abort(std::move(why));
 }
 
 Status FastbootDevice::Flash(const Partition& p, const ProgressFn& progress, bool* queued) {
   *queued = false;
   if (!image_ready_) return InvalidArgument("no image downloaded");
+  if (streamed_to_) return FlashStreamed(p, queued);
   const ImageCheck& check = landing_.check();
   if (!check.status().ok()) {
     return check.status().WithContext(check.sparse() ? "invalid sparse image" : "invalid image");
@@ -179,6 +202,7 @@ Status FastbootDevice::Flash(const Partition& p, const ProgressFn& progress, boo
     return st;
   }
   if (!config_.write_behind) {
+    FP_RETURN_IF_ERROR(WaitWrites());  // a streamed download's job, if one is still ending
     auto start = std::chrono::steady_clock::now();
     FP_RETURN_IF_ERROR(storage_->Write(p, landing_.pieces(), check.sparse(), progress));
     log::Info("flash '{}': {} image, {}", p.name, check.sparse() ? "sparse" : "raw",
@@ -194,12 +218,39 @@ Status FastbootDevice::Flash(const Partition& p, const ProgressFn& progress, boo
       job_cv_.notify_all();  // the worker may sync now
       return st;
     }
-    job_ = Job{p, landing_.pieces(), check.sparse(), landing_.received()};
+    job_ = Job{p, landing_.pieces(), check.sparse(), landing_.received(), nullptr};
     job_buffer_ = download_buffer_;
   }
   if (super) super_unsettled_ = true;
   job_cv_.notify_all();
   *queued = true;
+  return Status::Ok();
+}
+
+// The stream's job wrote the image while it arrived; the flash names the
+// partition it went to and takes the job's answer.
+Status FastbootDevice::FlashStreamed(const Partition& p, bool* queued) {
+  if (p.name != *streamed_to_) {
+    return InvalidArgument(fmt::format("download went to '{}' (stream-flash), not '{}'", *streamed_to_, p.name));
+  }
+  const bool super = storage_->IsSuper(p);
+  const ImageCheck& check = landing_.check();
+  if (config_.write_behind && check.status().ok()) {
+    // As any write-behind flash: its error comes with the next command.
+    if (super) super_unsettled_ = true;
+    *queued = true;
+    return Status::Ok();
+  }
+  Status st = WaitWrites();  // the job's last writes and the sync
+  if (super) storage_->dynamic()->Reload();
+  if (!st.ok()) return st;
+  if (!check.status().ok()) {
+    // Only a CRC32 chunk, checked after the last byte, gets here: the
+    // decoder the job ran stops at every other fault.
+    return check.status().WithContext(fmt::format("invalid sparse image, written to '{}' as it arrived", p.name));
+  }
+  log::Info("flash '{}': {} image, {} bytes written as they arrived", p.name, check.sparse() ? "sparse" : "raw",
+            landing_.received());
   return Status::Ok();
 }
 
@@ -266,17 +317,20 @@ void FastbootDevice::WorkerLoop() {
     if (job_.has_value()) {
       Job job = *job_;
       lock.unlock();
-      log::Debug("write-behind to '{}' starts", job.partition.name);
+      const char* how = job.stream ? "stream-flash" : "write-behind";
+      log::Debug("{} to '{}' starts", how, job.partition.name);
       auto start = std::chrono::steady_clock::now();
-      Status st = storage_->Write(job.partition, job.pieces, job.sparse, nullptr, /*sync=*/false);
+      Status st = job.stream ? storage_->WriteStream(job.partition, *job.stream, /*sync=*/false)
+                             : storage_->Write(job.partition, job.pieces, job.sparse, nullptr, /*sync=*/false);
       if (st.ok()) {
-        log::Info("flash '{}': {} image, {} (write-behind, synced later)", job.partition.name,
-                  job.sparse ? "sparse" : "raw", Took(job.bytes, std::chrono::steady_clock::now() - start));
+        log::Info("flash '{}': {} {}, {} ({}, synced later)", job.partition.name,
+                  job.stream ? "streamed" : job.sparse ? "sparse" : "raw", "image",
+                  Took(job.bytes, std::chrono::steady_clock::now() - start), how);
       } else {
-        log::Warn("write-behind to '{}': write failed: {}", job.partition.name, st.ToString());
+        log::Warn("{} to '{}': write failed: {}", how, job.partition.name, st.ToString());
       }
       lock.lock();
-      if (!st.ok() && job_error_.ok()) job_error_ = WriteBehindError(fmt::format("'{}'", job.partition.name), st);
+      if (!st.ok() && job_error_.ok()) job_error_ = WriteBehindError(how, fmt::format("'{}'", job.partition.name), st);
       // Synced even after a failure: what was written must not stay volatile.
       bool known = std::any_of(unsynced_.begin(), unsynced_.end(),
                                [&](const Partition& q) { return q.name == job.partition.name; });
@@ -319,7 +373,7 @@ Status FastbootDevice::SyncWritten(const std::vector<Partition>& parts) {
       continue;
     }
     log::Warn("write-behind to {}: write failed at the sync: {}", Names(same), st.ToString());
-    if (first.ok()) first = WriteBehindError(Names(same), st);
+    if (first.ok()) first = WriteBehindError("write-behind", Names(same), st);
   }
   return first;
 }

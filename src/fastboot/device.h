@@ -7,7 +7,8 @@
 // Flash is synchronous by default. With write_behind, Flash() returns once
 // the write is queued on the worker thread and the next download lands in the
 // other of two buffers; a failure is kept and reported by the next command
-// (TakeWriteError, WaitWrites). Thread-safe where noted; the rest is called
+// (TakeWriteError, WaitWrites). A streamed download (stream-flash) is written
+// by the same worker while it arrives, in either mode. Thread-safe where noted; the rest is called
 // by the one session thread holding the device.
 #pragma once
 
@@ -112,12 +113,17 @@ class FastbootDevice {
 
   // Download: Begin, then the transport receives into download_target()
   // (Landing, download.h); End when all bytes are in (or Abort when the
-  // client went away).
-  Status BeginDownload(uint32_t size);
+  // client went away). With `stream_to` (stream-flash:PART before the
+  // download), the image is written to that partition while it arrives, by
+  // a job on the worker thread (Storage::WriteStream) that starts once the
+  // write before it has ended; the flash that follows the download then
+  // waits only for the job's last writes (with write-behind, not even those).
+  Status BeginDownload(uint32_t size, const Partition* stream_to = nullptr);
   DownloadTarget& download_target() { return landing_; }
   uint64_t download_received() const { return landing_.received(); }
   void EndDownload();
-  void AbortDownload();
+  // A stream's job stops with `why` (the bytes before it stay written).
+  void AbortDownload(Status why = Status::Ok());
   // A new session starts without a download: an image belongs to the
   // session that sent it.
   void ForgetDownload() { image_ready_ = false; }
@@ -129,7 +135,10 @@ class FastbootDevice {
   void Stage(StagedRange range) { staged_ = std::move(range); }
 
   // Validates the last download for `p` and writes it (or queues it).
-  // *queued tells whether the write goes on in the background. The super
+  // *queued tells whether the write goes on in the background. A streamed
+  // download was written to its partition as it arrived: `p` must be that
+  // partition, and the answer is the stream job's (an invalid image FAILs
+  // saying how much of it was written). The super
   // partition's (Storage::IsSuper) metadata is read again once it is
   // written: at once without write-behind, else by the next
   // WaitWritesAndSuper(). Each flash and erase logs one line: partition,
@@ -162,8 +171,10 @@ class FastbootDevice {
     std::vector<std::span<const uint8_t>> pieces;
     bool sparse = false;
     uint64_t bytes = 0;  // as downloaded
+    std::shared_ptr<DownloadStream> stream;  // stream-flash: the pieces come from here as they land
   };
   void WorkerLoop();
+  Status FlashStreamed(const Partition& p, bool* queued);
   Status SyncWritten(const std::vector<Partition>& parts);
 
   DeviceConfig config_;
@@ -183,6 +194,7 @@ class FastbootDevice {
   bool super_unsettled_ = false;  // session thread only
   std::optional<StagedRange> staged_;
   Landing landing_;  // the last (or current) download
+  std::optional<std::string> streamed_to_;  // the last download was streamed to this partition
 
   std::mutex job_mu_;
   std::condition_variable job_cv_;

@@ -131,8 +131,10 @@ uint64_t Landing::CapacityFor(uint64_t max_size) {
   return max_size + (max_size / ImageCheck::kAlignMin + 2) * kPage;
 }
 
-void Landing::Begin(std::span<uint8_t> buffer, uint64_t size, bool prefault) {
+void Landing::Begin(std::span<uint8_t> buffer, uint64_t size, bool prefault,
+                    std::shared_ptr<DownloadStream> stream) {
   prefaulter_.reset();
+  stream_ = std::move(stream);
   // Gaps may carry the last bytes a few pages past `size`: the receiver
   // faults those itself.
   if (prefault && size > 0 && Prefaulter::Supported()) {
@@ -199,6 +201,12 @@ void Landing::Arrived(size_t n) {
   pos_ = end;
   // With the last byte in, the Prefaulter stops (it is freed at the next Begin()).
   if (prefaulter_ != nullptr) prefaulter_->Advance(received_ == size_ ? buffer_.size() : pos_);
+  if (stream_ != nullptr) stream_->Publish(pieces_, buffer_.subspan(piece_start_, pos_ - piece_start_), received_);
+}
+
+void Landing::Abort(Status why) {
+  prefaulter_.reset();
+  if (stream_ != nullptr) stream_->Abort(std::move(why));
 }
 
 Status Landing::Finish() {

@@ -32,6 +32,7 @@
 #include "base/prefaulter.h"
 #include "base/status.h"
 #include "fastboot/connection.h"
+#include "fastboot/download_stream.h"
 #include "sparse/decoder.h"
 #include "sparse/sink.h"
 
@@ -123,16 +124,19 @@ class ImageCheck : public sparse::NullSink {
 // receives in flight there (USB). With prefault, Begin() starts a
 // Prefaulter over the buffer's first `size` bytes, told after each
 // Arrived() how far the buffer is filled; it stops when the last byte is in
-// (or at the next Begin(), Abort(), or destruction).
+// (or at the next Begin(), Abort(), or destruction). With a DownloadStream
+// (download_stream.h), every Arrived() publishes the settled pieces to it,
+// for a writer that takes them while the rest arrives; Abort() aborts it.
 class Landing : public DownloadTarget {
  public:
   static uint64_t CapacityFor(uint64_t max_size);
 
   // `buffer` holds at least CapacityFor(size) bytes. REQUIRES: no receive
   // into the previous download's buffer is in flight.
-  void Begin(std::span<uint8_t> buffer, uint64_t size, bool prefault = false);
-  // The download will not go on: stops its Prefaulter.
-  void Abort() { prefaulter_.reset(); }
+  void Begin(std::span<uint8_t> buffer, uint64_t size, bool prefault = false,
+             std::shared_ptr<DownloadStream> stream = nullptr);
+  // The download will not go on: stops its Prefaulter, aborts its stream.
+  void Abort(Status why = Status::Ok());
   // Where the next bytes go; empty once all `size` bytes are in.
   std::span<uint8_t> Window() override;
   uint64_t settled() const override { return settled_; }
@@ -163,6 +167,7 @@ class Landing : public DownloadTarget {
   std::vector<std::span<const uint8_t>> pieces_;
   ImageCheck check_;
   std::unique_ptr<Prefaulter> prefaulter_;  // while the download arrives
+  std::shared_ptr<DownloadStream> stream_;   // stream-flash: the writer's view
 };
 
 }  // namespace flashpipe::fastboot

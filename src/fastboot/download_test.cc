@@ -41,8 +41,8 @@ struct Delivery {
 };
 
 void Deliver(const std::vector<uint8_t>& image, std::mt19937_64& rng, size_t max_slice, Buffer& buf, Delivery* d,
-             bool prefault = false) {
-  d->landing.Begin(buf.span(), image.size(), prefault);
+             bool prefault = false, std::shared_ptr<DownloadStream> stream = nullptr) {
+  d->landing.Begin(buf.span(), image.size(), prefault, std::move(stream));
   uint64_t at = 0;
   while (d->landing.received() < image.size()) {
     std::span<uint8_t> w = d->landing.Window();
@@ -119,6 +119,67 @@ TEST(LandingTest, PiecesAreTheImageAndLargePayloadsArePageAligned) {
     EXPECT_TRUE(d.landing.check().sparse());
     EXPECT_EQ(d.landing.check().image_size(), b.expanded().size());
   }
+}
+
+// What a stream's writer takes while the bytes arrive is, copied at the
+// moment it is taken, the image in order: a published byte never moves.
+TEST(LandingTest, AStreamHandsOutTheImageInOrderWhileItArrives) {
+  for (uint64_t seed = 1; seed <= 24; ++seed) {
+    std::mt19937_64 rng(seed);
+    SparseBuilder b = Mixed(rng, 60);
+    auto image = seed % 3 == 0 ? SparseBuilder::RandomBytes(300000 + seed, static_cast<uint32_t>(seed)) : b.Build();
+    Buffer buf(Landing::CapacityFor(image.size()));
+    size_t max_slice = std::array<size_t, 4>{13, 100, 70000, 1 << 22}[seed % 4];
+    auto stream = std::make_shared<DownloadStream>(image.size());
+    std::vector<uint8_t> taken;
+    size_t takes = 0;
+    std::thread writer([&] {
+      for (;;) {
+        auto spans = stream->Next(seed % 2 == 0 ? 1 : stream->step());
+        ASSERT_TRUE(spans.ok()) << spans.status().ToString();
+        if (spans->empty()) return;
+        ++takes;
+        for (auto s : *spans) taken.insert(taken.end(), s.begin(), s.end());
+      }
+    });
+    Delivery d;
+    Deliver(image, rng, max_slice, buf, &d, false, stream);
+    writer.join();
+    if (HasFatalFailure()) return;
+    EXPECT_EQ(taken, image) << "seed " << seed;
+    EXPECT_GE(takes, 1u);
+  }
+}
+
+TEST(LandingTest, AnAbortedStreamHandsOutWhatArrivedThenTheError) {
+  auto image = SparseBuilder::RandomBytes(1 << 20, 5);
+  Buffer buf(Landing::CapacityFor(image.size()));
+  auto stream = std::make_shared<DownloadStream>(image.size());
+  Landing landing;
+  landing.Begin(buf.span(), image.size(), false, stream);
+  auto w = landing.Window();
+  std::memcpy(w.data(), image.data(), 1000);
+  landing.Arrived(1000);
+  landing.Abort(Cancelled("client gone"));
+  auto first = stream->Next(1 << 20);
+  ASSERT_TRUE(first.ok());
+  ASSERT_EQ(first->size(), 1u);
+  EXPECT_EQ(std::vector<uint8_t>((*first)[0].begin(), (*first)[0].end()),
+            std::vector<uint8_t>(image.begin(), image.begin() + 1000));
+  auto second = stream->Next(1 << 20);
+  ASSERT_FALSE(second.ok());
+  EXPECT_EQ(second.status().message(), "client gone");
+  // A complete download is not aborted after the fact: its writer takes it all.
+  auto done = std::make_shared<DownloadStream>(4);
+  std::vector<std::span<const uint8_t>> none;
+  done->Publish(none, std::span<const uint8_t>(image.data(), 4), 4);
+  done->Abort(Cancelled("next download"));
+  auto all = done->Next(1 << 20);
+  ASSERT_TRUE(all.ok());
+  EXPECT_EQ(all->size(), 1u);
+  auto end = done->Next(1 << 20);
+  ASSERT_TRUE(end.ok());
+  EXPECT_TRUE(end->empty());
 }
 
 // Pages of [from, to) present in `buf`.

@@ -73,6 +73,8 @@ const Session::CommandSpec Session::kCommands[] = {
     {"getvar", &Session::DoGetvar, kAllowed, true, true},
     {"download", &Session::DoDownload, kRefused, false, true},  // as fastbootd
     {"flash", &Session::DoFlash, kRefused, false, true},  // Flash() waits for the previous part itself
+    // flashpipe's own: the next download is written to PART as it arrives.
+    {"stream-flash", &Session::DoStreamFlash, kRefused, false, true},
     {"erase", &Session::DoErase, kRefused, true, true},
     {"set_active", &Session::DoSetActive, kRefused, true, true},
     {"flashing", &Session::DoFlashing, kHandlerDecides, true, true},  // unlock_critical is refused
@@ -123,6 +125,7 @@ const Session::VarSpec Session::kVars[] = {
     {"slot-retry-count", &Session::VarSlotRetryCount, kSlot},
     {"super-partition-name", &Session::VarSuperPartitionName, kDevice},
     {"max-fetch-size", &Session::VarMaxFetchSize, kDevice},
+    {"stream-flash", &Session::VarStreamFlash, kDevice},
 };
 
 Session::Session(FastbootDevice* device, Connection* transport) : device_(device), transport_(transport) {}
@@ -343,18 +346,39 @@ Result<std::string> Session::DoGetvarAll() {
   return std::string();
 }
 
+Result<std::string> Session::DoStreamFlash(const std::string& arg) {
+  // As flash: the metadata a queued super write changes is read first.
+  if (device_->super_unsettled() && arg != device_->storage().dynamic()->super().name) {
+    FP_RETURN_IF_ERROR(device_->WaitWritesAndSuper());
+  }
+  FP_ASSIGN_OR_RETURN(const Partition* p, ResolveWritable(arg));
+  stream_to_ = p->name;
+  return std::string();
+}
+
 Result<std::string> Session::DoDownload(const std::string& arg) {
   // A download that fails, even one refused before a byte came, drops the
   // one before it: a later flash must never write the previous image.
   device_->AbortDownload();
+  // stream-flash names the next download only, whatever becomes of it.
+  std::optional<std::string> stream_name = std::exchange(stream_to_, std::nullopt);
   FP_ASSIGN_OR_RETURN(uint32_t size, ParseDownloadSize(arg));
   uint32_t limit = device_->config().max_download_size;
   if (size > limit) {
     return InvalidArgument(fmt::format("download of {} bytes > max-download-size {}", size, limit));
   }
-  FP_RETURN_IF_ERROR(device_->BeginDownload(size));
+  const Partition* stream_to = nullptr;
+  if (stream_name) {
+    // Looked up again: a command between them may have changed the partitions.
+    FP_ASSIGN_OR_RETURN(stream_to, ResolveWritable(*stream_name));
+    if (!device_->storage().IsSuper(*stream_to) && device_->super_unsettled()) {
+      FP_RETURN_IF_ERROR(device_->WaitWritesAndSuper());
+      FP_ASSIGN_OR_RETURN(stream_to, ResolveWritable(*stream_name));
+    }
+  }
+  FP_RETURN_IF_ERROR(device_->BeginDownload(size, stream_to));
   if (Status st = transport_->Send(Data(size)); !st.ok()) {
-    device_->AbortDownload();
+    device_->AbortDownload(st);
     transport_error_ = st;
     return st;
   }
@@ -365,15 +389,16 @@ Result<std::string> Session::DoDownload(const std::string& arg) {
     Status over = now >= deadline_ ? Expired() : floor.Check(target.received(), now);
     if (!over.ok()) {
       uint64_t at = target.received();
-      device_->AbortDownload();
-      return EndSession(over.WithContext(fmt::format("download at byte {} of {}", at, size)));
+      over = over.WithContext(fmt::format("download at byte {} of {}", at, size));
+      device_->AbortDownload(over);
+      return EndSession(over);
     }
     transport_->set_deadline(std::min(deadline_, floor.next_check()));
     Status st = transport_->ReceiveDownload(target);
     if (st.ok()) break;
     if (st.code() == Code::kTimedOut) continue;  // a limit to check, above
-    device_->AbortDownload();
     st = st.WithContext(fmt::format("download at byte {} of {}", device_->download_received(), size));
+    device_->AbortDownload(st);
     // Malformed data (USB: more than announced) leaves the link usable: FAIL it.
     if (st.code() != Code::kInvalidArgument) transport_error_ = st;
     return st;
@@ -720,6 +745,10 @@ Result<std::string> Session::VarHasSlot(std::string_view partition) {
   if (*VarIsUserspace({}) == "yes") return std::string("no");
   return NotFound(fmt::format("partition '{}' not found", name.substr(0, 40)));
 }
+// stream-flash is flashpipe's own command (see DoStreamFlash): a client that
+// knows it asks this first; others never send it.
+Result<std::string> Session::VarStreamFlash(std::string_view) { return std::string("yes"); }
+
 Result<std::string> Session::VarMaxFetchSize(std::string_view) {
   if (MaxFetch() == 0) return Unsupported("fetch is not supported over this transport");
   return Hex32(static_cast<uint32_t>(MaxFetch()));

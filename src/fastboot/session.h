@@ -31,6 +31,7 @@
 #pragma once
 
 #include <chrono>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -112,6 +113,12 @@ class Session {
   Result<std::string> DoGetvarAll();
   Result<std::string> DoDownload(const std::string& arg);
   Result<std::string> DoFlash(const std::string& arg);
+  // stream-flash:PART: the next download is written to PART while it
+  // arrives (flashpipe's extension; getvar stream-flash says "yes"), so the
+  // flash after it ends with the download instead of a part's write later.
+  // The image is checked as it is written: one that turns out malformed
+  // leaves PART written up to the fault, and the flash FAILs saying so.
+  Result<std::string> DoStreamFlash(const std::string& arg);
   Result<std::string> DoErase(const std::string& arg);
   Result<std::string> DoSetActive(const std::string& arg);
   Result<std::string> DoFlashing(const std::string& arg);
@@ -162,6 +169,7 @@ class Session {
   Result<std::string> VarSlotUnbootable(std::string_view slot);
   Result<std::string> VarSlotRetryCount(std::string_view slot);
   Result<std::string> VarMaxFetchSize(std::string_view);
+  Result<std::string> VarStreamFlash(std::string_view);
 
   static const CommandSpec kCommands[];
   static const VarSpec kVars[];
@@ -175,6 +183,7 @@ class Session {
   Status transport_error_;
   Status end_status_;  // why the session was ended early (a time limit)
   Connection::Deadline deadline_ = Connection::Deadline::max();
+  std::optional<std::string> stream_to_;  // stream-flash: the next download's partition
 };
 
 }  // namespace flashpipe::fastboot

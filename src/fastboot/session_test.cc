@@ -135,7 +135,8 @@ TEST_F(SessionTest, GetvarAllListsEveryVariableAsInfo) {
   EXPECT_TRUE(has("has-slot:boot:yes"));
   EXPECT_TRUE(has("has-slot:system:no"));
   EXPECT_TRUE(has("max-fetch-size:0x00200000"));
-  EXPECT_EQ(infos.size(), 14u + 3 * 4 + 3);  // globals, 3 per partition, has-slot per base name
+  EXPECT_TRUE(has("stream-flash:yes"));
+  EXPECT_EQ(infos.size(), 15u + 3 * 4 + 3);  // globals, 3 per partition, has-slot per base name
   for (const auto& s : t.sent()) EXPECT_LE(s.size(), wire::kMaxResponse);
 }
 
@@ -821,6 +822,148 @@ TEST_F(SessionTest, RebootAndShutdownHooksGetTheEnvironment) {
   EXPECT_EQ(One("shutdown"), "OKAY");
   auto text = testing::ReadFile(out);
   EXPECT_EQ(std::string(text.begin(), text.end()), "reboot recovery b 0 board9\nshutdown  b 1 board9\n");
+}
+
+// --- stream-flash: the next download written while it arrives -----------------
+
+TEST_F(SessionTest, StreamFlashWritesSparseAndRawImagesAsTheyArrive) {
+  EXPECT_EQ(One("getvar:stream-flash"), "OKAYyes");
+  for (bool write_behind : {false, true}) {
+    Make({.write_behind = write_behind});
+    SparseBuilder b(4096);
+    b.RawBlocks(100, 41).Fill(4, 0x11223344).DontCare(2).RawBlocks(30, 42).Fill(20, 0).Crc();
+    auto simg = b.Build();
+    auto raw = SparseBuilder::RandomBytes(kMiB - 5000, 43);  // odd size: a staged tail
+    ScriptedConnection t;
+    t.SetMaxSlice(7777);
+    t.Command("stream-flash:system").Command("download:" + Hex8(simg.size())).Data(simg).Command("flash:system")
+        .Command("stream-flash:boot").Command("download:" + Hex8(raw.size())).Data(raw).Command("flash:boot")
+        .Command("getvar:version");
+    std::string queued = write_behind ? "OKAYqueued (write-behind)" : "OKAY";
+    EXPECT_EQ(Run(t), (std::vector<std::string>{"OKAY", "OKAY", queued, "OKAY", "OKAY", queued, "OKAY0.4"}))
+        << write_behind;
+    auto got = Bytes(parts_[2]);
+    const auto& want = b.expanded();
+    EXPECT_TRUE(std::equal(want.begin(), want.begin() + 104 * 4096, got.begin()));
+    EXPECT_TRUE(std::all_of(got.begin() + 104 * 4096, got.begin() + 106 * 4096, [](uint8_t x) { return x == kGuard; }))
+        << "DONT_CARE must not be written";
+    EXPECT_TRUE(std::equal(want.begin() + 106 * 4096, want.end(), got.begin() + 106 * 4096));
+    auto boot = Bytes(parts_[0]);  // boot -> boot_a, the current slot
+    EXPECT_TRUE(std::equal(raw.begin(), raw.end(), boot.begin()));
+    EXPECT_EQ(mem_.unsynced_bytes(), 0u);
+    ExpectGuardsIntact();
+  }
+}
+
+// The proof that the bytes go out while the download arrives: a client that
+// goes away half way leaves the half it sent written (as far as whole
+// writes took it), and the next command hears how far the stream got.
+TEST_F(SessionTest, StreamFlashOfAnAbandonedDownloadKeepsWhatArrivedAndSaysSo) {
+  auto raw = SparseBuilder::RandomBytes(kMiB, 44);
+  ScriptedConnection t;
+  t.SetMaxSlice(64 * 1024);
+  t.Command("stream-flash:system").Command("download:" + Hex8(raw.size()))
+      .Data(std::vector<uint8_t>(raw.begin(), raw.begin() + kMiB / 2)).Close();
+  Run(t);
+  std::string next = testing::RunOne(device_.get(), "getvar:version", /*whole_fail=*/true);
+  EXPECT_TRUE(next.starts_with("FAILstream-flash to 'system' failed")) << next;
+  EXPECT_NE(next.find("written up to byte 524288 as it arrived"), std::string::npos) << next;
+  EXPECT_EQ(mem_.bytes_written(), kMiB / 2);
+  auto got = Bytes(parts_[2]);
+  EXPECT_TRUE(std::equal(raw.begin(), raw.begin() + kMiB / 2, got.begin()));
+  EXPECT_TRUE(std::all_of(got.begin() + kMiB / 2, got.end(), [](uint8_t x) { return x == kGuard; }));
+  EXPECT_EQ(One("getvar:version"), "OKAY0.4");  // said once
+  EXPECT_EQ(One("flash:system"), "FAILno image downloaded");
+  ExpectGuardsIntact();
+}
+
+TEST_F(SessionTest, StreamFlashRefusesBeforeWritingWhatDoesNotFit) {
+  auto before = mem_.disk();
+  auto raw = SparseBuilder::RandomBytes(kMiB + 4096, 45);
+  ScriptedConnection t;
+  t.Command("stream-flash:boot_a").Command("download:" + Hex8(raw.size())).Data(raw).Command("flash:boot_a");
+  auto r = Run(t);
+  ASSERT_EQ(r.size(), 3u);
+  EXPECT_TRUE(r[2].starts_with("FAILstream-flash to 'boot_a' failed")) << r[2];
+  EXPECT_NE(testing::RunOne(device_.get(), "getvar:version"), "");
+  SparseBuilder b(4096);
+  b.RawBlocks(1, 1).DontCare(1000);  // its header says 4 MB: more than misc's 64 KiB
+  auto simg = b.Build();
+  ScriptedConnection u;
+  u.Command("stream-flash:misc").Command("download:" + Hex8(simg.size())).Data(simg).Command("flash:misc");
+  r = Run(u);
+  ASSERT_EQ(r.size(), 3u);
+  EXPECT_TRUE(r[2].starts_with("FAILstream-flash to 'misc' failed")) << r[2];
+  std::string infos;
+  for (const auto& line : u.Infos()) infos += line + " ";
+  EXPECT_NE(infos.find("nothing written"), std::string::npos) << infos;
+  EXPECT_EQ(mem_.disk(), before);
+  EXPECT_EQ(mem_.bytes_written(), 0u);
+}
+
+// A stream checks the image as it writes: a bad chunk stops it there, and the
+// FAIL says how far it got; nothing lands outside the partition.
+TEST_F(SessionTest, StreamFlashOfACorruptImageStopsAtTheFaultAndSaysHowFar) {
+  SparseBuilder b(4096);
+  b.RawBlocks(64, 46).Chunk(sparse::kChunkRaw, 1, std::vector<uint8_t>(100, 1)).RawBlocks(1, 3);
+  auto simg = b.Build();
+  ScriptedConnection t;
+  t.SetMaxSlice(4096);
+  t.Command("stream-flash:system").Command("download:" + Hex8(simg.size())).Data(simg).Command("flash:system");
+  auto r = Run(t);
+  ASSERT_EQ(r.size(), 3u);
+  EXPECT_TRUE(r[2].starts_with("FAIL")) << r[2];
+  std::string said;
+  for (const auto& line : t.Infos()) said += line + " ";
+  said += r[2];
+  EXPECT_NE(said.find("invalid"), std::string::npos) << said;
+  EXPECT_NE(said.find("as it arrived"), std::string::npos) << said;
+  auto got = Bytes(parts_[2]);
+  auto first = SparseBuilder::RandomBytes(64 * 4096, 46);
+  EXPECT_TRUE(std::equal(first.begin(), first.end(), got.begin()));
+  ExpectGuardsIntact();
+  EXPECT_EQ(One("getvar:version"), "OKAY0.4");  // the error was said once
+}
+
+TEST_F(SessionTest, StreamFlashWithAWrongCrc32FailsAfterTheLastByte) {
+  SparseBuilder b(4096);
+  b.RawBlocks(3, 1).Fill(4, 0x11223344).CrcValue(0x12345678).RawBlocks(1, 2);
+  auto simg = b.Build();
+  ScriptedConnection t;
+  t.Command("stream-flash:system").Command("download:" + Hex8(simg.size())).Data(simg).Command("flash:system");
+  auto r = Run(t);
+  ASSERT_EQ(r.size(), 3u);
+  EXPECT_TRUE(r[2].starts_with("FAILinvalid sparse image, written to 'system'")) << r[2];
+}
+
+TEST_F(SessionTest, StreamFlashNamesOnePartitionAndOneDownload) {
+  Make({.critical = {"boot"}});
+  EXPECT_EQ(One("stream-flash:nope"), "FAILpartition 'nope' not found");
+  EXPECT_EQ(One("stream-flash:boot_a"), "FAILcritical partition 'boot_a': flashing unlock_critical");
+  EXPECT_EQ(One("stream-flash:"), "FAILmissing partition name");
+  auto a = SparseBuilder::RandomBytes(64 * 1024, 47), c = SparseBuilder::RandomBytes(64 * 1024, 48);
+  ScriptedConnection t;
+  // The flash must name the partition the stream went to; the stream request
+  // holds for one download only, even a refused one.
+  t.Command("stream-flash:system").Command("download:" + Hex8(a.size())).Data(a).Command("flash:misc")
+      .Command("stream-flash:misc").Command("download:ffffffff").Command("download:" + Hex8(c.size())).Data(c)
+      .Command("flash:misc");
+  auto r = Run(t);
+  ASSERT_EQ(r.size(), 7u);
+  EXPECT_EQ(r[2], "FAILdownload went to 'system' (stream-flash), not 'misc'");
+  EXPECT_TRUE(r[4].starts_with("FAILdownload of 4294967295 bytes")) << r[4];
+  EXPECT_EQ(r[6], "OKAY");
+  auto sys = Bytes(parts_[2]);
+  EXPECT_TRUE(std::equal(a.begin(), a.end(), sys.begin()));  // as stream-flash:system asked
+  auto misc = Bytes(parts_[3]);
+  EXPECT_TRUE(std::equal(c.begin(), c.end(), misc.begin()));
+  ExpectGuardsIntact();
+}
+
+TEST_F(SessionTest, StreamFlashIsRefusedWhileLocked) {
+  EXPECT_EQ(One("flashing lock"), "OKAY");
+  EXPECT_EQ(One("stream-flash:system"), "FAILstream-flash: locked (fastboot flashing unlock)");
+  EXPECT_EQ(One("getvar:stream-flash"), "OKAYyes");
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 
 #include "base/aligned_buffer.h"
 #include "base/fd_io.h"
@@ -307,6 +308,72 @@ Status Storage::Write(const Partition& p, std::span<const std::span<const uint8_
   Status st = is_sparse ? DecodePieces(pieces, *sink) : FeedRawPieces(pieces, *sink);
   Status fin = sink->Finish();
   if (!st.ok()) return st.WithContext(fmt::format("partition '{}'", p.name));
+  return fin.WithContext(fmt::format("partition '{}'", p.name));
+}
+
+Status Storage::WriteStream(const Partition& p, DownloadStream& stream, bool sync) {
+  FP_RETURN_IF_ERROR(CheckWritable(p));
+  io::WriterOptions wo{.request_size = options_.request_size, .queue_depth = options_.queue_depth};
+  wo.sync = sync;
+  wo.stock = &stock_;
+  wo.borrow_raw = true;  // the download buffer stays busy until this returns
+  FP_ASSIGN_OR_RETURN(auto sink, io::MakeWriteSink(options_.model, DeviceOf(*backings_[p.backing], p), wo));
+  uint8_t head[4];
+  size_t head_len = 0;
+  std::optional<sparse::Decoder> decoder;  // decided by the first bytes: sparse or raw
+  bool decided = false;
+  uint64_t at = 0;  // raw: image offset of the next byte
+  // Each span in order, once the image's kind is known from its magic.
+  auto feed = [&](std::span<const uint8_t> span) -> Status {
+    if (!decided) {
+      size_t take = std::min(span.size(), sizeof head - head_len);
+      std::memcpy(head + head_len, span.data(), take);
+      head_len += take;
+      if (head_len < sizeof head && head_len < stream.size()) return Status::Ok();  // copied; more to come
+      decided = true;
+      if (sparse::HasSparseMagic(std::span<const uint8_t>(head, head_len))) {
+        decoder.emplace(sink.get(), sparse::DecoderOptions{.check_crc = false, .tolerate_missing_tail = true});
+        // The magic's bytes from earlier spans (never a payload's).
+        if (size_t earlier = head_len - take; earlier > 0) {
+          FP_RETURN_IF_ERROR(decoder->Feed(std::span<const uint8_t>(head, earlier)));
+        }
+      } else if (stream.size() > p.size) {
+        return NoSpace(fmt::format("image of {} bytes > partition '{}' of {} bytes", stream.size(), p.name, p.size));
+      } else if (size_t earlier = head_len - take; earlier > 0) {
+        FP_RETURN_IF_ERROR(sink->OnRaw(0, std::span<const uint8_t>(head, earlier)));
+        at = earlier;
+      }
+    }
+    if (decoder) {
+      Status st = decoder->Feed(span);
+      return st.code() == Code::kCorrupt ? st.WithContext("invalid sparse image") : st;
+    }
+    Status st = sink->OnRaw(at, span);
+    at += span.size();
+    return st;
+  };
+  Status st;
+  for (;;) {
+    auto spans = stream.Next(stream.step());
+    if (!spans.ok()) {
+      st = spans.status();
+      break;
+    }
+    if (spans->empty()) break;
+    for (auto span : *spans) {
+      if (st = feed(span); !st.ok()) break;
+    }
+    if (!st.ok()) break;
+  }
+  if (st.ok() && !decided) st = feed({});  // fewer than 4 bytes in all
+  if (st.ok()) st = decoder ? decoder->Finish() : sink->OnEnd();
+  Status fin = sink->Finish();
+  if (!st.ok()) {
+    uint64_t changed = sink->stats().changed_end;
+    std::string where = changed == 0 ? "nothing written"
+                                     : fmt::format("written up to byte {} as it arrived", changed);
+    return st.WithContext(fmt::format("partition '{}' ({})", p.name, where));
+  }
   return fin.WithContext(fmt::format("partition '{}'", p.name));
 }
 

@@ -30,6 +30,7 @@
 #include "base/aligned_buffer.h"
 #include "base/buffer_stock.h"
 #include "base/status.h"
+#include "fastboot/download_stream.h"
 #include "io/image_writer.h"
 #include "io/io_queue.h"
 #include "io/target.h"
@@ -123,6 +124,14 @@ class Storage {
   // sync=false leaves the fdatasync to a later Sync() (write-behind).
   Status Write(const Partition& p, std::span<const std::span<const uint8_t>> pieces, bool is_sparse,
                const ProgressFn& progress, bool sync = true);
+  // Writes the image `stream` delivers while it arrives (stream-flash), as
+  // Write does, its pieces taken from the buffer as they settle. The image
+  // is checked as it goes: a raw image larger than the partition, or a
+  // sparse one whose header says so, is refused before anything is written;
+  // a malformed chunk or a download that ends early stops the write there,
+  // after what came before was written (the error says how far). Returns
+  // once every write it issued has completed.
+  Status WriteStream(const Partition& p, DownloadStream& stream, bool sync);
   // fdatasync of the device or file behind the partition.
   Status Sync(const Partition& p);
   // REQUIRES: no write in flight (the view shares the storage's queue).

@@ -94,6 +94,7 @@ Status DeviceSession::CheckPartition(const std::string& partition) {
 void DeviceSession::Forget() {
   max_download_.reset();
   limit_name_ = "max-download-size";
+  device_streams_.reset();
   current_slot_.reset();
   slot_count_.reset();
   unknown_var_answer_.reset();
@@ -182,6 +183,14 @@ Status DeviceSession::FlashImage(const std::string& partition, Cursor& cursor, F
   // and a sparse file in one part, as it is.
   bool sparse_words = planned.size() != 1 || (!shape.sparse_input && shape.bytes > mds);
   if (sparse_words && !shape.sparse_input) observer.OnResparse();
+  bool stream = false;
+  if (stream_flash_) {
+    if (!device_streams_) {
+      FP_ASSIGN_OR_RETURN(std::string v, OptionalVar("stream-flash"));
+      device_streams_ = v == "yes";
+    }
+    stream = *device_streams_;
+  }
   Position from;
   for (size_t i = 0;; ++i) {
     std::optional<Part> part;
@@ -196,6 +205,10 @@ Status DeviceSession::FlashImage(const std::string& partition, Cursor& cursor, F
       return TooLarge(partition, fmt::format("a stream of at least {} bytes", part->end_block * shape.blk_sz), room);
     }
     cursor.PartStart(part->begin);
+    if (stream) {
+      stats->started = true;  // the device writes the part while it arrives
+      FP_RETURN_IF_ERROR(client_.Command("stream-flash:" + partition).status());
+    }
     observer.OnSending(partition, i + 1, planned.size(), part->bytes, sparse_words);
     Status st = client_.Download(static_cast<uint32_t>(part->bytes), [&](DataOut& out) {
       return WritePart(*part, shape, cursor, cursor, out);

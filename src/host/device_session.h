@@ -96,6 +96,11 @@ class DeviceSession {
   // all, as the AOSP client sends it (the `fastboot` verb); off, it is sent
   // as a sparse part without its zero blocks (`flash`).
   void set_raw_when_fits(bool on) { raw_when_fits_ = on; }
+  // On a device that answers getvar stream-flash "yes" (flashpipe serve),
+  // each part is announced with stream-flash:PART before its download, so
+  // the device writes it while it arrives (`flash`); off, the AOSP client's
+  // commands only (the `fastboot` verb).
+  void set_stream_flash(bool on) { stream_flash_ = on; }
 
   // Sends the image `cursor` reads to `partition` and flashes it. An image
   // larger than the partition-size the device reports is refused: one of a
@@ -117,6 +122,8 @@ class DeviceSession {
   std::optional<int> slot_count_;
   bool check_partitions_ = false;
   bool raw_when_fits_ = false;
+  bool stream_flash_ = false;
+  std::optional<bool> device_streams_;  // getvar stream-flash, asked once
   std::optional<std::string> unknown_var_answer_;  // the FAIL for a variable no device has
 };
 

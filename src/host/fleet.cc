@@ -299,6 +299,7 @@ Status Fleet::Attempt(size_t d, int attempt, size_t* next) {
     Event(d, fmt::format("(bootloader) {}", info), /*notice=*/true);
   });
   s.set_check_partitions(options_.check_partitions);
+  s.set_stream_flash(true);
   {
     std::lock_guard lock(mu_);
     live_[d]->client = &s.client();

@@ -134,6 +134,31 @@ TEST_F(FleetTest, EveryDeviceGetsEveryImageForItsOwnLimit) {
   for (auto& r : results) EXPECT_FALSE(r.steps[1].read_alone);
 }
 
+// A device that takes stream-flash (flashpipe serve) hears the partition
+// before each part's download; one that does not, only the AOSP commands.
+TEST_F(FleetTest, EachPartIsAnnouncedToADeviceThatStreams) {
+  auto* a = Add({.serial = "a", .stream = true});
+  auto* b = Add({.serial = "b"});
+  FleetOptions o;
+  auto results = Run(o);
+  ASSERT_EQ(results.size(), 2u);
+  for (auto& r : results) EXPECT_EQ(r.result, "ok") << r.device << ": " << r.error;
+  EXPECT_TRUE(Flashed(a));
+  EXPECT_TRUE(Flashed(b));
+  std::vector<std::string> seen;
+  for (size_t i = 0; i < a->commands.size(); ++i) {
+    if (!a->commands[i].starts_with("download:")) continue;
+    ASSERT_GT(i, 0u);
+    seen.push_back(a->commands[i - 1]);
+  }
+  ASSERT_EQ(seen.size(), Downloads(a));
+  EXPECT_EQ(seen.front(), "stream-flash:boot_a");
+  EXPECT_EQ(seen.back(), "stream-flash:system");
+  EXPECT_EQ(std::count(a->commands.begin(), a->commands.end(), "getvar:stream-flash"), 1);  // asked once
+  EXPECT_EQ(std::count_if(b->commands.begin(), b->commands.end(),
+                          [](const std::string& c) { return c.starts_with("stream-flash:"); }), 0);
+}
+
 TEST_F(FleetTest, ASlowDeviceDoesNotHoldUpTheOthersAndAFailingOneFailsAlone) {
   auto* fast = Add({.serial = "fast"});
   // The slow device stops taking data 2 MiB in until the fast one has
