@@ -18,6 +18,11 @@
 #      first part's "Sending" time (goal: fresh within 1.1x of warm) and the
 #      daemon's RSS once idle; the three interleaved in each run; then the
 #      same with --write-model discard (the download path alone).
+#   5. the clients on fresh daemons: `flashpipe flash` (which streams each
+#      part into the writer as it arrives, stream-flash) to the default and
+#      the --write-behind daemon, and to a discarding one (its send alone),
+#      against the AOSP client to --write-behind and discard; each whole
+#      flash over max(send alone, fio) (goal <= 1.15x). CLIENT_ONLY=1 runs it alone.
 # Sections 1-3 start their daemons as a user does (no speed flags) and flash RUNS times on
 # one daemon (the first flash warms it); FRESH_ONLY=1 runs section 4 alone.
 # Image: 1.5 GiB, super-like (zero runs, fills, random data), generated here,
@@ -182,6 +187,52 @@ fresh_sections() {
   fresh_section --write-behind
   fresh_section --write-model discard
 }
+# Section 5: the client. `flashpipe flash` announces each part with
+# stream-flash, so serve writes it while it arrives and the flash ends with
+# its send, in either write model; the AOSP client names the partition only
+# after each part's last byte. Fresh daemons (FRESH_GAP before each), one
+# flash each, the modes interleaved in every run.
+flash_fp_once() {
+  local t0 t1
+  t0=$(now)
+  timeout 600 "$FLASHPIPE" flash --no-progress -s "tcp:127.0.0.1:$PORT" super="$work/super.simg" \
+    >"$work/fp.out" 2>&1 || { cat "$work/fp.out"; exit 1; }
+  fb getvar version >/dev/null 2>&1
+  t1=$(now)
+  awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.3f", b-a}'
+}
+client_section() {
+  dev=$loopdev
+  echo "== clients on fresh daemons on $dev ($RUNS runs, interleaved, ${FRESH_GAP} s before each daemon, medians of the whole flash incl. a final getvar)"
+  declare -gA CA=()
+  local r f=""
+  for _ in $(seq "$RUNS"); do
+    sleep "$FRESH_GAP"; start --write-model discard; CA[fp-send-only]+="$(flash_fp_once) "; stop
+    sleep "$FRESH_GAP"; start; CA[fp-default]+="$(flash_fp_once) "; stop
+    sleep "$FRESH_GAP"; start --write-behind; CA[fp-write-behind]+="$(flash_fp_once) "; stop
+    sleep "$FRESH_GAP"; start --write-behind; read -r _ _ r < <(flash_once); CA[aosp-write-behind]+="$r "; stop
+    sleep "$FRESH_GAP"; start --write-model discard; read -r _ _ r < <(flash_once); CA[aosp-send-only]+="$r "; stop
+    f+="$(fio_once) "
+  done
+  local n
+  for n in fp-send-only fp-default fp-write-behind aosp-send-only aosp-write-behind; do
+    printf "%-18s whole flash %7.3f s   (runs: %s)\n" "$n" "$(echo "${CA[$n]}" | median)" "${CA[$n]}"
+  done
+  CFIO=$(echo "$f" | median)
+  printf "%-18s %7.3f s   (runs: %s)\n" fio "$CFIO" "$f"
+  local so d wb aso awb
+  so=$(echo "${CA[fp-send-only]}" | median); d=$(echo "${CA[fp-default]}" | median)
+  wb=$(echo "${CA[fp-write-behind]}" | median); aso=$(echo "${CA[aosp-send-only]}" | median)
+  awb=$(echo "${CA[aosp-write-behind]}" | median)
+  awk -v a="$d" -v s="$so" -v f="$CFIO" 'BEGIN {m = s > f ? s : f; printf "flashpipe flash, default daemon: whole / max(its send-only, fio) = %.2fx (goal <= 1.15x)\n", a/m}'
+  awk -v a="$wb" -v s="$so" -v f="$CFIO" 'BEGIN {m = s > f ? s : f; printf "flashpipe flash, --write-behind: whole / max(its send-only, fio) = %.2fx (goal <= 1.15x)\n", a/m}'
+  awk -v a="$awb" -v s="$aso" -v f="$CFIO" 'BEGIN {m = s > f ? s : f; printf "AOSP client, --write-behind:     whole / max(its send-only, fio) = %.2fx\n", a/m}'
+}
+if [ "${CLIENT_ONLY:-0}" = 1 ]; then
+  client_section
+  echo "command: CLIENT_ONLY=1 FRESH_GAP=$FRESH_GAP MAX_DOWNLOAD=$MAX_DOWNLOAD FLASHPIPE=$FLASHPIPE bench/fastboot_bench.sh $RUNS"
+  exit 0
+fi
 if [ "${FRESH_ONLY:-0}" = 1 ]; then
   fresh_sections
   echo "command: FRESH_ONLY=1 FRESH_GAP=$FRESH_GAP MAX_DOWNLOAD=$MAX_DOWNLOAD FLASHPIPE=$FLASHPIPE bench/fastboot_bench.sh $RUNS"
@@ -210,6 +261,7 @@ if [ -n "$fastdev" ]; then
 fi
 
 fresh_sections
+client_section
 
 echo "== ratios"
 awk -v w="${W[default]}" -v f="$FIO" 'BEGIN {printf "default writing-sum / fio        = %.2fx (goal <= 1.25x)\n", w/f}'
