@@ -78,6 +78,8 @@ void AddFlags(CLI::App& app, Flags& f) {
       "devices at once, cut for each device's max-download-size (TCP devices get a sparse or raw file's data\n"
       "straight from the file by sendfile). A device that fails or vanishes fails alone; one\n"
       "that is slower than the others reads the image on its own. Exit status 0 when every device was flashed.\n"
+      "A device that answers getvar stream-flash 'yes' (flashpipe serve) hears each part's partition before\n"
+      "its download (stream-flash:PART) and writes it while it arrives; others get the AOSP client's commands.\n"
       "An http(s) IMAGE (or --bmap) is fetched into the cache first, once for all devices (a raw image with a bmap:\n"
       "only its mapped ranges), and flashed from there.");
 }

@@ -358,7 +358,9 @@ int RunServe(int argc, char** argv) {
   app.add_flag("--exit-on-shutdown", o.device.exit_on_shutdown, "exit the daemon after shutdown");
   app.add_flag("--write-behind", o.device.write_behind,
                "answer flash once validated and queued; write while the next part arrives. Trade-off: "
-               "OKAY no longer means written (a write error is reported by the next command), 2 buffers");
+               "OKAY no longer means written (a write error is reported by the next command), 2 buffers. "
+               "A client that sends stream-flash:PART before a download (flashpipe flash) has it written while "
+               "it arrives, in either mode");
   app.add_flag("--prefault", o.device.prefault,
                "fault the download buffer(s) in at start, so no flash pays page faults: the daemon then holds "
                "max-download-size (x2 with --write-behind) from the start. Default: each download's pages are "
