@@ -98,6 +98,7 @@ const Session::CommandSpec Session::kCommands[] = {
 const Session::BuiltinOem Session::kBuiltinOems[] = {
     {"stage", &Session::DoOemStage},
     {"digest", &Session::DoOemDigest},
+    {"format", &Session::DoOemFormat},  // session_table.cc
 };
 
 const Session::VarSpec Session::kVars[] = {
@@ -383,6 +384,8 @@ Result<std::string> Session::DoDownload(const std::string& arg) {
 }
 
 Result<std::string> Session::DoFlash(const std::string& arg) {
+  // U-Boot's pseudo-partition, unless the table has a partition of that name.
+  if (arg == "gpt" && device_->storage().Find(arg) == nullptr) return DoFlashGpt();
   // The parts of a super image follow each other without waiting; any other
   // partition is looked up in the metadata they wrote.
   if (device_->super_unsettled() && arg != device_->storage().dynamic()->super().name) {

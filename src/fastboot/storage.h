@@ -2,8 +2,9 @@
 // behind them, and the two operations that touch them: Write (an image that
 // was already validated) and Erase.
 //
-// Partitions come from a disk's GPT (OpenGpt) or from NAME=PATH[:OFFSET:SIZE]
-// specs (OpenSpecs); each distinct path is opened once (exclusively, O_DIRECT
+// Partitions come from a disk's GPT (OpenGpt; a disk without a valid one
+// starts with no partitions and a warning: a blank board) or from
+// NAME=PATH[:OFFSET:SIZE] specs (OpenSpecs); each distinct path is opened once (exclusively, O_DIRECT
 // where possible) with one IoQueue, and each partition is a window on it.
 // A `super` partition (AttachSuper) adds the logical partitions its liblp
 // metadata describes (dynamic_partitions.h): they are listed and found like
@@ -15,7 +16,12 @@
 // io/write_model.h). Each bounds-checks every op against the window; Erase
 // checks its ranges itself. Nothing is ever issued outside the partition,
 // whatever the image says.
-// Thread-compatible: one Write/Erase at a time.
+// The GPT of an OpenGpt storage may be replaced (ChangeTable: `flash gpt`,
+// `oem format`); the partition list is then read again from the disk, and
+// a super named by WatchSuper attached again. Partition pointers from Find()
+// and partitions() copies are stale after it; the disk's descriptor, queue
+// and geometry stay (the disk is the same).
+// Thread-compatible: one Write/Erase/ChangeTable at a time.
 #pragma once
 
 #include <array>
@@ -35,6 +41,7 @@
 #include "io/target.h"
 #include "io/write_model.h"
 #include "lp/block_io.h"
+#include "partition/table_change.h"
 
 namespace flashpipe::fastboot {
 
@@ -105,6 +112,24 @@ class Storage {
   // its metadata for `slot` (the super's own descriptor: OpenSuperIo; tests
   // pass `io`). Fails when there is no such partition or it cannot be read.
   Status AttachSuper(const std::string& name, char slot, std::unique_ptr<lp::BlockIo> io = nullptr);
+  // The physical partition AttachSuper should serve after a table change
+  // (serve --super), whether or not the table has it now.
+  void WatchSuper(std::string name) { super_name_ = std::move(name); }
+
+  // True for an OpenGpt storage: its partitions are the disk's table.
+  bool has_table() const { return table_disk_; }
+  // Replaces the disk's table with the one `source` gives (a layout text or
+  // a GPT image; partition/table_change.h: every check before the first
+  // write, a refusal writes nothing), then ReloadTable(slot). Unsupported
+  // when !has_table(). REQUIRES: no write in flight (the caller drains
+  // write-behind flashes first); Partition pointers are stale after it.
+  Result<partition::PartitionOutcome> ChangeTable(std::span<const uint8_t> source, std::string_view source_name,
+                                                  char slot, std::vector<std::string>* warnings);
+  // Reads the disk's GPT again and replaces the physical partitions with
+  // it (none when there is no valid table, with a warning), dropping the
+  // logical ones and attaching the watched super again for `slot` when the
+  // table has it (a super that cannot be read: a warning, no logical ones).
+  Status ReloadTable(char slot, std::vector<std::string>* warnings);
   // The super and its logical partitions; nullptr without AttachSuper.
   DynamicPartitions* dynamic() { return dynamic_.get(); }
   const DynamicPartitions* dynamic() const { return dynamic_.get(); }
@@ -152,11 +177,15 @@ class Storage {
   Result<AlignedBuffer> ReadBlocks(const Partition& p, const BlockWindow& w);
   Storage();
   Status AddPartition(Partition p);
+  // The GPT of backings_[0] as partitions_ (all or nothing).
+  Status LoadGpt(std::vector<std::string>* warnings);
   static io::Device DeviceOf(const Backing& b, const Partition& p);
   Status EraseRanges(const Backing& b, const Partition& p);
   std::vector<std::unique_ptr<Backing>> backings_;
   std::vector<Partition> partitions_;
   std::unique_ptr<DynamicPartitions> dynamic_;
+  bool table_disk_ = false;  // OpenGpt
+  std::string super_name_;   // WatchSuper
   WriteOptions options_;
   BufferStock stock_{64u << 20};  // writer buffers, kept from one flash to the next
 };
