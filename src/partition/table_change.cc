@@ -97,8 +97,8 @@ Result<PartitionOutcome> ChangeHeldDiskTable(const HeldDisk& held, std::span<con
   UniqueFd owned;
   FP_ASSIGN_OR_RETURN(OpenDisk d, OpenHeld(held, &owned));
   const std::vector<PartitionInUse> in_use = PartitionsInUse(d.st, held.claimed);
-  auto table = TableFromSource(source, source_name, {.size = d.size, .sector_size = d.sector});
-  if (!table.ok()) return table.status().WithContext(fmt::format("{} on {}", source_name, d.path));
+  auto table = TableFromSource(source, {.size = d.size, .sector_size = d.sector});
+  if (!table.ok()) return table.status().WithContext(source_name);  // the cause first: it must fit a FAIL
   FP_RETURN_IF_ERROR(CheckPartitionsInUseKept(d.path, in_use, *table));
   return ApplyTable(d, *table, options.dry_run, options.kernel_wait);
 }

@@ -61,22 +61,16 @@ Result<Table> FromGptImage(std::span<const uint8_t> bytes, Disk disk) {
 
 bool LooksLikeGptImage(std::span<const uint8_t> bytes) { return SignatureAt(bytes, 512) || SignatureAt(bytes, 4096); }
 
-Result<Table> TableFromSource(std::span<const uint8_t> bytes, std::string_view name, Disk disk) {
-  if (bytes.empty()) return InvalidArgument(fmt::format("{}: empty", name));
-  if (LooksLikeGptImage(bytes)) {
-    auto t = FromGptImage(bytes, disk);
-    if (!t.ok()) return t.status().WithContext(std::string(name));
-    return t;
-  }
+Result<Table> TableFromSource(std::span<const uint8_t> bytes, Disk disk) {
+  if (bytes.empty()) return InvalidArgument("empty");
+  if (LooksLikeGptImage(bytes)) return FromGptImage(bytes, disk);
   if (!IsText(bytes)) {
-    return InvalidArgument(fmt::format("{}: neither a GPT image (no 'EFI PART' at byte 512 or 4096) nor a layout text",
-                                       name));
+    return InvalidArgument("neither a GPT image nor a layout text (no 'EFI PART' at byte 512 or 4096; not text)");
   }
   std::string_view text(reinterpret_cast<const char*>(bytes.data()), bytes.size());
-  auto layout = ParseLayout(text, LayoutFormat::kAuto);
-  if (!layout.ok()) return layout.status().WithContext(std::string(name));
-  if (disk.sector_size == 0) disk.sector_size = layout->sector_size.value_or(512);
-  return Resolve(*layout, disk);
+  FP_ASSIGN_OR_RETURN(Layout layout, ParseLayout(text, LayoutFormat::kAuto));
+  if (disk.sector_size == 0) disk.sector_size = layout.sector_size.value_or(512);
+  return Resolve(layout, disk);
 }
 
 }  // namespace flashpipe::partition

@@ -4,7 +4,7 @@
 // MBR, the primary header at LBA 1 and its entries; a whole disk image made
 // by sgdisk on a file is one too).
 //
-//   FP_ASSIGN_OR_RETURN(Table t, TableFromSource(bytes, "gpt", {.size = disk_bytes, .sector_size = 512}));
+//   FP_ASSIGN_OR_RETURN(Table t, TableFromSource(bytes, {.size = disk_bytes, .sector_size = 512}));
 //
 // A GPT image is recognised by "EFI PART" at byte 512 (or 4096 for a
 // 4096-byte sector); its primary header and entries must pass their CRCs
@@ -14,8 +14,8 @@
 // places the backup at the disk's end): a partition past it is refused.
 // Anything else must be text (no NUL, no control bytes but tab, CR, LF) and
 // is parsed as partition_job.h's ParseLayout (format detected) and
-// resolved (layout.h). Every refusal names the source; garbage is "neither
-// a GPT image nor a layout text".
+// resolved (layout.h). Garbage is "neither a GPT image nor a layout text";
+// the caller names the source.
 #pragma once
 
 #include <cstdint>
@@ -29,6 +29,6 @@ namespace flashpipe::partition {
 
 bool LooksLikeGptImage(std::span<const uint8_t> bytes);
 // disk.sector_size 0: a file; the layout's sector-size or 512 (a GPT image: its own).
-Result<Table> TableFromSource(std::span<const uint8_t> bytes, std::string_view name, Disk disk);
+Result<Table> TableFromSource(std::span<const uint8_t> bytes, Disk disk);
 
 }  // namespace flashpipe::partition
