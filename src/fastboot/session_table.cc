@@ -30,7 +30,7 @@ Result<std::string> Session::DoFlashGpt() {
 
 Result<std::string> Session::DoOemFormat(const std::string& arg) {
   if (device_->state().locked()) return Locked("oem format");
-  if (!arg.empty()) return InvalidArgument("oem format takes no argument (the layout is serve --layout FILE)");
+  if (!arg.empty()) return InvalidArgument("oem format: takes no argument (serve --layout FILE)");
   const DeviceConfig& config = device_->config();
   if (config.layout.empty()) return Unsupported("oem format: no layout (start serve with --layout FILE)");
   std::span<const uint8_t> bytes(reinterpret_cast<const uint8_t*>(config.layout.data()), config.layout.size());
