@@ -47,6 +47,9 @@ Result<Table> FromGptImage(std::span<const uint8_t> bytes, Disk disk) {
     return InvalidArgument(fmt::format("GPT image: the primary header or its entries are bad ({})",
                                        gpt->warnings.empty() ? "CRC" : gpt->warnings.front()));
   }
+  if (gpt->num_entries < 1 || gpt->num_entries > kMaxEntries) {
+    return InvalidArgument(fmt::format("GPT image: {} entries, outside 1-{}", gpt->num_entries, kMaxEntries));
+  }
   Table t = FromGpt(*gpt, disk.size);
   // The disk's own usable range, as U-Boot puts the backup at the disk's end.
   const uint64_t es = EntrySectors(t.num_entries, t.sector_size);
