@@ -391,7 +391,8 @@ int RunServe(int argc, char** argv) {
                "daemon's first flash still pays the faults' CPU time, later ones reuse the pages");
   app.add_flag("--no-prefault", [&o](int64_t) { o.device.prefault = false; }, "the default")->group("");
   app.add_option("--critical", o.device.critical,
-                 "NAME: a critical partition (NAME, NAME_a, NAME_b), repeatable: flash and erase refuse it until "
+                 "NAME: a critical partition (NAME, NAME_a, NAME_b), repeatable: flash and erase refuse it, and "
+                 "flash gpt / oem format refuse a table that moves, resizes or drops it, until "
                  "'fastboot flashing unlock_critical'");
   app.add_flag("--no-unlock", [&o](int64_t) { o.device.unlock_allowed = false; },
                "refuse 'flashing unlock' and 'unlock_critical'; the device always starts locked");

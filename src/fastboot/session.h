@@ -23,7 +23,9 @@
 // write-behind flashes first, check everything before the first write
 // (partition/table_change.h), and answer with INFO lines saying what
 // changed; the storage then reads its partition list again, so the next
-// getvar or flash sees the new partitions.
+// getvar or flash sees the new partitions. While critical partitions are
+// locked (flashing lock_critical), a table that would move, resize or drop
+// one of --critical is refused.
 //
 // A session starts without a download (an image belongs to the session that
 // sent it) and ends at the device's time limits (deadlines.h): past
@@ -52,6 +54,7 @@
 #include "fastboot/dynamic_partitions.h"
 #include "fastboot/hook_env.h"
 #include "fastboot/connection.h"
+#include "partition/table_change.h"
 
 namespace flashpipe::fastboot {
 
@@ -145,6 +148,7 @@ class Session {
   Result<std::string> DoFlashGpt();
   Result<std::string> DoOemFormat(const std::string& arg);
   Result<std::string> ChangeTable(std::span<const uint8_t> source, std::string_view source_name);
+  Status ApproveTable(const partition::PartitionOutcome& plan);
   // Reading back (readback.h): fetch, upload, oem stage, oem digest.
   Result<std::string> DoFetch(const std::string& arg);
   Result<std::string> DoUpload(const std::string& arg);

@@ -1,6 +1,7 @@
 // Session: `flash gpt` and `oem format`, the disk's partition table
 // replaced while serving (session.h; the checks and the writes are
 // partition/table_change.h's, the reload Storage::ChangeTable's).
+#include <algorithm>
 #include <chrono>
 
 #include "base/log.h"
@@ -19,6 +20,25 @@ Status Locked(std::string_view what) {
 }
 
 }  // namespace
+
+// While critical partitions are locked, a table may not move, resize or
+// drop one (a new table could otherwise replace a bootloader partition
+// that `flash` would refuse to touch).
+Status Session::ApproveTable(const partition::PartitionOutcome& plan) {
+  if (!device_->state().critical_locked() || !plan.old) return Status::Ok();
+  for (const partition::Partition& was : plan.old->partitions) {
+    if (!device_->IsCritical(was.name)) continue;
+    auto now = std::find_if(plan.table.partitions.begin(), plan.table.partitions.end(),
+                            [&](const partition::Partition& p) { return p.name == was.name; });
+    const uint64_t bytes = was.size * plan.old->sector_size, at = was.start * plan.old->sector_size;
+    if (now == plan.table.partitions.end() || now->start * plan.table.sector_size != at ||
+        now->size * plan.table.sector_size != bytes) {
+      return InvalidArgument(fmt::format("critical partition '{}': flashing unlock_critical (the new table moves, "
+                                         "resizes or drops it)", was.name));
+    }
+  }
+  return Status::Ok();
+}
 
 // The download is the table: a layout text or a GPT image.
 Result<std::string> Session::DoFlashGpt() {
@@ -43,7 +63,10 @@ Result<std::string> Session::ChangeTable(std::span<const uint8_t> source, std::s
   FP_RETURN_IF_ERROR(device_->WaitWritesAndSuper().WithContext("a write-behind flash before the table change"));
   const auto start = Clock::now();
   std::vector<std::string> warnings;
-  auto changed = device_->storage().ChangeTable(source, source_name, device_->state().slot(), &warnings);
+  auto changed = device_->storage().ChangeTable(source, source_name, device_->state().slot(), &warnings,
+                                                [this](const partition::PartitionOutcome& plan) {
+                                                  return ApproveTable(plan);
+                                                });
   device_->ForgetStaged();
   if (!changed.ok()) return changed.status();
   const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count();

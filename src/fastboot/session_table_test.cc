@@ -151,3 +151,23 @@ TEST_F(SessionTableTest, PartitionFilesHaveNoTable) {
 
 }  // namespace
 }  // namespace flashpipe::fastboot
+
+namespace flashpipe::fastboot {
+namespace {
+
+TEST_F(SessionTableTest, CriticalPartitionsKeepTheirPlaceWhileLocked) {
+  Open({.critical = {"boot"}});
+  ASSERT_EQ(FlashGpt(Bytes(kLayout))[1].substr(0, 4), "OKAY");  // no old table: nothing to keep
+  const auto before = testing::ReadFile(path_);
+  EXPECT_EQ(FlashGpt(Bytes("name=boot,size=8MiB;name=system,size=-;"))[1],
+            "FAILcritical partition 'boot': flashing unlock_critical (the...");
+  EXPECT_EQ(FlashGpt(Bytes("name=system,size=-;"))[1].substr(0, 4), "FAIL");
+  EXPECT_EQ(testing::ReadFile(path_), before);
+  // boot kept: the rest may change.
+  EXPECT_TRUE(FlashGpt(Bytes("name=boot,size=4MiB;name=system,size=-;"))[1].starts_with("OKAYtable written"));
+  ASSERT_TRUE(device_->state().SetCriticalLocked(false).ok());
+  EXPECT_TRUE(FlashGpt(Bytes("name=boot,size=8MiB;name=system,size=-;"))[1].starts_with("OKAYtable written"));
+}
+
+}  // namespace
+}  // namespace flashpipe::fastboot

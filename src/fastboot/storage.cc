@@ -211,14 +211,15 @@ Status Storage::LoadGpt(std::vector<std::string>* warnings) {
 }
 
 Result<partition::PartitionOutcome> Storage::ChangeTable(std::span<const uint8_t> source, std::string_view source_name,
-                                                         char slot, std::vector<std::string>* warnings) {
+                                                         char slot, std::vector<std::string>* warnings,
+                                                         const partition::ApproveFn& approve) {
   if (!table_disk_) {
     return Unsupported("the partitions are --partition files, not a disk's table (serve --storage DISK)");
   }
   const Backing& b = *backings_[0];
   partition::HeldDisk held{.path = b.path, .claim_fd = b.target->fd(),
                            .claimed = b.geometry.block_device && !options_.force};
-  FP_ASSIGN_OR_RETURN(partition::PartitionOutcome out, partition::ChangeHeldDiskTable(held, source, source_name, {}));
+  FP_ASSIGN_OR_RETURN(partition::PartitionOutcome out, partition::ChangeHeldDiskTable(held, source, source_name, {.approve = approve}));
   FP_RETURN_IF_ERROR(ReloadTable(slot, warnings).WithContext("the table was written but not read back"));
   return out;
 }

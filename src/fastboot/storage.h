@@ -123,8 +123,10 @@ class Storage {
   // write, a refusal writes nothing), then ReloadTable(slot). Unsupported
   // when !has_table(). REQUIRES: no write in flight (the caller drains
   // write-behind flashes first); Partition pointers are stale after it.
+  // `approve` sees the old and new tables before the first write and may refuse.
   Result<partition::PartitionOutcome> ChangeTable(std::span<const uint8_t> source, std::string_view source_name,
-                                                  char slot, std::vector<std::string>* warnings);
+                                                  char slot, std::vector<std::string>* warnings,
+                                                  const partition::ApproveFn& approve = nullptr);
   // Reads the disk's GPT again and replaces the physical partitions with
   // it (none when there is no valid table, with a warning), dropping the
   // logical ones and attaching the watched super again for `slot` when the

@@ -68,7 +68,7 @@ Status CheckPartitionsInUseKept(const std::string& path, const std::vector<Parti
 }
 
 Result<PartitionOutcome> ApplyTable(const OpenDisk& d, const Table& table, bool dry_run,
-                                    std::chrono::milliseconds kernel_wait) {
+                                    std::chrono::milliseconds kernel_wait, const ApproveFn& approve) {
   PartitionOutcome out;
   out.table = table;
   out.block_device = d.block;
@@ -76,6 +76,7 @@ Result<PartitionOutcome> ApplyTable(const OpenDisk& d, const Table& table, bool 
   auto old = ReadTable(disk, table.sector_size, &out.notes);
   if (old.ok()) out.old = *old;
   else out.old_problem = old.status().ToString();
+  if (approve) FP_RETURN_IF_ERROR(approve(out));
   if (dry_run) return out;
 
   const auto start = Clock::now();
@@ -100,7 +101,7 @@ Result<PartitionOutcome> ChangeHeldDiskTable(const HeldDisk& held, std::span<con
   auto table = TableFromSource(source, {.size = d.size, .sector_size = d.sector});
   if (!table.ok()) return table.status().WithContext(source_name);  // the cause first: it must fit a FAIL
   FP_RETURN_IF_ERROR(CheckPartitionsInUseKept(d.path, in_use, *table));
-  return ApplyTable(d, *table, options.dry_run, options.kernel_wait);
+  return ApplyTable(d, *table, options.dry_run, options.kernel_wait, options.approve);
 }
 
 }  // namespace flashpipe::partition

@@ -23,6 +23,8 @@
 // block device the kernel told (kernel_table.h) through the holder's
 // descriptor, which owns the claim BLKRRPART needs. The holder's write lock
 // (base/write_lock.h) already covers the disk: none is taken here.
+// `approve`, when given, sees the outcome before the first write (the old
+// and the new table) and may refuse it (serve: critical partitions).
 // `dry_run` stops after the checks. A refusal writes nothing.
 #pragma once
 
@@ -30,6 +32,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <span>
 #include <string>
@@ -78,11 +81,13 @@ struct OpenDisk {
   uint32_t sector = 0;  // 0 for a file: the layout's or 512
 };
 
-// Reads the old table into the outcome, then (unless dry_run) writes
-// `table` and tells the kernel. REQUIRES: CheckTable(table).ok(), it fits
+using ApproveFn = std::function<Status(const PartitionOutcome& plan)>;
+
+// Reads the old table into the outcome, then (unless dry_run, or `approve`
+// refuses) writes `table` and tells the kernel. REQUIRES: CheckTable(table).ok(), it fits
 // `disk`, and the in-use checks passed.
 Result<PartitionOutcome> ApplyTable(const OpenDisk& disk, const Table& table, bool dry_run,
-                                    std::chrono::milliseconds kernel_wait);
+                                    std::chrono::milliseconds kernel_wait, const ApproveFn& approve = nullptr);
 
 struct HeldDisk {
   std::string path;   // the disk or image file
@@ -92,6 +97,7 @@ struct HeldDisk {
 struct HeldChangeOptions {
   bool dry_run = false;
   std::chrono::milliseconds kernel_wait{10000};
+  ApproveFn approve;
 };
 Result<PartitionOutcome> ChangeHeldDiskTable(const HeldDisk& disk, std::span<const uint8_t> source,
                                              std::string_view source_name, const HeldChangeOptions& options);
