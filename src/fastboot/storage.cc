@@ -159,6 +159,8 @@ Result<std::unique_ptr<Storage>> Storage::OpenGpt(const std::string& path, const
   std::unique_ptr<Storage> s(new Storage());
   s->options_ = options;
   s->table_disk_ = true;
+  // Before Target::Open, which would create a missing file: a disk is never made up.
+  if (UniqueFd probe(::open(path.c_str(), O_RDONLY | O_CLOEXEC)); !probe.valid()) return ErrnoError("open " + path);
   FP_ASSIGN_OR_RETURN(auto target, io::Target::Open(path, {.force = options.force}));
   auto b = std::make_unique<Backing>();
   b->path = path;

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <filesystem>
 
 #include "testing/fastboot_fakes.h"
 #include "testing/fault_queue.h"
@@ -204,6 +205,21 @@ TEST(StorageTableTest, BlankDiskHasNoPartitionsUntilATableIsWritten) {
   // The watched super is there but blank: served without logical partitions.
   ASSERT_NE((*s)->dynamic(), nullptr);
   EXPECT_FALSE((*s)->dynamic()->has_metadata());
+}
+
+}  // namespace
+}  // namespace flashpipe::fastboot
+
+namespace flashpipe::fastboot {
+namespace {
+
+TEST(StorageTableTest, AMissingDiskIsNotCreated) {
+  testing::TempDir dir;
+  std::vector<std::string> warnings;
+  auto s = Storage::OpenGpt(dir / "missing.img", {}, &warnings);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().ToString().find("No such file"), std::string::npos) << s.status().ToString();
+  EXPECT_FALSE(std::filesystem::exists(dir / "missing.img"));
 }
 
 }  // namespace
