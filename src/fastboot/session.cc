@@ -402,7 +402,23 @@ Result<std::string> Session::DoFlash(const std::string& arg) {
   bool queued = false;
   Status st = device_->Flash(*p, progress, &queued);
   if (!st.ok()) return st;
-  return std::string(queued ? "queued (write-behind)" : "");
+  if (queued) return std::string("queued (write-behind)");
+  // A whole disk (--partition disk=/dev/X) may now carry a new table.
+  // The image is written and synced either way: a kernel that could not
+  // be told is said, not turned into a FAIL of the write.
+  auto kernel = device_->storage().TellKernelAfterWholeDiskFlash(*p);
+  std::string said;
+  if (!kernel.ok()) {
+    said = "written; the kernel still has the old partitions: " + kernel.status().ToString();
+    log::Warn("{}: '{}': {}", transport_->peer(), p->name, said);
+  } else if (*kernel) {
+    said = (*kernel)->Describe();
+    log::Info("{}: '{}' holds a GPT: {}", transport_->peer(), p->name, said);
+  }
+  for (const auto& piece : WrapWords(said, kMaxMessage)) {
+    if (!SendInfo(piece).ok()) return transport_error_;
+  }
+  return std::string();
 }
 
 Result<std::string> Session::DoErase(const std::string& arg) {

@@ -226,6 +226,26 @@ Result<partition::PartitionOutcome> Storage::ChangeTable(std::span<const uint8_t
   return out;
 }
 
+Result<std::optional<partition::KernelUpdate>> Storage::TellKernelAfterWholeDiskFlash(const Partition& p) {
+  const Backing& b = *backings_[p.backing];
+  if (table_disk_ || p.logical || b.target == nullptr || !b.geometry.block_device || p.offset != 0 ||
+      p.size != b.geometry.size) {
+    return std::optional<partition::KernelUpdate>();
+  }
+  UniqueFd rfd(::open(b.path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!rfd.valid()) return ErrnoError("open " + b.path);
+  auto read_at = [&](uint64_t off, std::span<uint8_t> out) { return PreadExact(rfd.get(), out, off, b.path); };
+  auto gpt = io::ReadGpt(read_at, b.geometry.size, b.geometry.logical_block);
+  if (!gpt.ok()) return std::optional<partition::KernelUpdate>();
+  struct stat st {};
+  if (::fstat(b.target->fd(), &st) != 0) return ErrnoError("stat " + b.path);
+  FP_ASSIGN_OR_RETURN(partition::KernelUpdate u,
+                      partition::UpdateKernelPartitions(b.target->fd(), b.path, st.st_rdev,
+                                                        partition::FromGpt(*gpt, b.geometry.size),
+                                                        std::chrono::milliseconds(10000)));
+  return std::optional<partition::KernelUpdate>(std::move(u));
+}
+
 Status Storage::ReloadTable(char slot, std::vector<std::string>* warnings) {
   if (!table_disk_) return Unsupported("no disk table to read again");
   dynamic_.reset();  // its partitions lie in the old super

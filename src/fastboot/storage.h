@@ -28,6 +28,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -132,6 +133,13 @@ class Storage {
   // logical ones and attaching the watched super again for `slot` when the
   // table has it (a super that cannot be read: a warning, no logical ones).
   Status ReloadTable(char slot, std::vector<std::string>* warnings);
+  // After a flash of `p` (synced): when `p` is a whole block device of
+  // --partition (offset 0, its whole size) and what is on it now reads as a
+  // GPT, the kernel is told its partitions (partition/kernel_table.h), as
+  // after `flash gpt`; nullopt when `p` is not such a partition or holds no
+  // valid GPT (nothing done). There is no partition list to reload: a
+  // --partition storage serves the named files and ranges.
+  Result<std::optional<partition::KernelUpdate>> TellKernelAfterWholeDiskFlash(const Partition& p);
   // The super and its logical partitions; nullptr without AttachSuper.
   DynamicPartitions* dynamic() { return dynamic_.get(); }
   const DynamicPartitions* dynamic() const { return dynamic_.get(); }

@@ -14,7 +14,9 @@
 #   - refusals (locked, overlapping, too large, garbage, a mounted partition
 #     that would move: serve --force) FAIL with a clear message and leave
 #     the disk's table areas byte-identical (cmp of the first and last MiB)
-#     and the kernel's partitions as they were.
+#     and the kernel's partitions as they were;
+#   - serve --partition disk=LOOP: a flash of the whole disk carrying a GPT
+#     is told to the kernel.
 # Prints the table step's time (the daemon's, and the client's command
 # including the download); goal under 1 s with the kernel's re-read.
 #   FLASHPIPE=build/flashpipe bash tests/e2e/serve_partition_test.sh
@@ -201,6 +203,27 @@ mountpoint -q "$MNT" || fail "the mount went away"
 ok "a mounted partition that would move is refused (byte-identical); one kept in place: the rest changes (BLKPG)"
 stop_daemon
 umount "$MNT"; MNT=""
+
+# 7. A whole disk served as one --partition: a flash that carries a GPT
+# is told to the kernel (there is no partition list to reload).
+start_daemon_whole() {
+  rm -f daemon.out daemon.log
+  "$FP" serve --partition "disk=$LOOP" --tcp 127.0.0.1:0 --state "$T/state" >daemon.out 2>daemon.log &
+  DAEMON=$!
+  for _ in $(seq 100); do
+    PORT=$(sed -n 's/^serve: listening on tcp 127\.0\.0\.1:\([0-9][0-9]*\)$/\1/p' daemon.out 2>/dev/null | head -1)
+    [ -n "$PORT" ] && return 0
+    kill -0 "$DAEMON" 2>/dev/null || fail "serve did not start: $(cat daemon.log)"
+    sleep 0.05
+  done
+  fail "serve not listening"
+}
+start_daemon_whole
+fb_ok flash disk gpt.img
+grep -q "ready" fb.out || fail "whole-disk flash: no kernel update: $(cat fb.out)"
+[ "$(node_size 2)" = $((3 << 30)) ] || fail "${LOOP}p2 is $(node_size 2) after the whole-disk flash"
+ok "a whole-disk flash carrying a GPT: the kernel's partitions follow it"
+stop_daemon
 
 echo "table step times (8 GiB loop device, direct I/O, kernel re-read and nodes included):"
 for t in "${TIMES[@]}"; do echo "  $t"; done
