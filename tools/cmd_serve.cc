@@ -26,9 +26,11 @@
 #include "fastboot/tcp.h"
 #include "fastboot/udp.h"
 #include "fastboot/usb_fastboot.h"
+#include "partition/partition_job.h"
 #include "wire/net.h"
 #include "tools/commands.h"
 #include "tools/flags.h"
+#include "tools/layout_file.h"
 
 namespace flashpipe::tools {
 namespace {
@@ -40,6 +42,7 @@ struct ServeOptions {
   std::vector<std::string> partitions;
   std::string super = "super";
   bool super_given = false;  // --super on the command line: it must exist
+  std::string layout;  // --layout FILE, for oem format
   std::string tcp, udp;
   bool no_tcp = false;
   bool usb = false;
@@ -118,6 +121,20 @@ Status CheckPartitions(ServeOptions* o) {
   return Status::Ok();
 }
 
+// --layout: read and parsed now (a typo is exit 2, not a FAIL on the
+// board); resolved on the disk when oem format runs.
+Status CheckLayout(ServeOptions* o) {
+  if (o->layout.empty()) return Status::Ok();
+  if (o->storage.empty()) return InvalidArgument("--layout needs --storage DISK (oem format writes its table)");
+  FP_ASSIGN_OR_RETURN(o->device.layout, ReadLayoutFile(o->layout));
+  if (o->device.layout.empty()) return InvalidArgument(fmt::format("--layout {}: empty", o->layout));
+  if (Status st = partition::ParseLayout(o->device.layout, partition::LayoutFormat::kAuto).status(); !st.ok()) {
+    return st.WithContext("--layout " + o->layout);
+  }
+  o->device.layout_name = o->layout;
+  return Status::Ok();
+}
+
 // --write-model, or one of its older spellings.
 Result<io::WriteModel> WriteModelOf(const ServeOptions& o) {
   if (!o.write_model.empty() + (o.bounce_blocks != 0) + o.discard_writes > 1) {
@@ -168,7 +185,7 @@ Status CheckOptions(ServeOptions* o) {
     FP_ASSIGN_OR_RETURN(o->usb_vid_pid, ParseUsbId(o->usb_id));
   }
   if (o->device.serialno.empty()) o->device.serialno = DefaultSerialNumber();
-  return Status::Ok();
+  return CheckLayout(o);
 }
 
 // --misc names a partition that holds a bootloader_message_ab.
@@ -191,6 +208,7 @@ void PrintPartitions(Storage& storage) {
 
 // The logical partitions of the super, when there is one.
 Status AttachSuper(const ServeOptions& o, Storage& storage, char slot) {
+  storage.WatchSuper(o.super);  // a table written later may bring it
   const Partition* super = storage.Find(o.super);
   if (super == nullptr) {
     if (!o.super_given) return Status::Ok();
@@ -286,7 +304,13 @@ int RunServe(int argc, char** argv) {
                "it reads back now (O_DIRECT) in two INFO lines 'sha256 1/2 HEX' and 'sha256 2/2 HEX'. OFFSET and "
                "SIZE: decimal or 0x hex; getvar max-fetch-size is the largest fetch", CommandName(argv[0])};
   ServeOptions o;
-  app.add_option("--storage", o.storage, "block device or disk image with a GPT");
+  app.add_option("--storage", o.storage,
+                 "block device or disk image with a GPT (a blank one starts with no partitions: 'fastboot flash "
+                 "gpt LAYOUT' or 'fastboot oem format' writes a table, and the partitions are served at once)");
+  app.add_option("--layout", o.layout,
+                 "FILE: the layout 'fastboot oem format' writes as the GPT of --storage (an sfdisk script or a "
+                 "U-Boot $partitions string, as flashpipe partition takes; 'flash gpt' also takes a GPT image). "
+                 "Refused while locked, and when a partition in use would move");
   app.add_option("--partition", o.partitions,
                  std::string(kPartitionSyntax) + ", repeatable (A/B: NAME_a, NAME_b)");
   auto* super = app.add_option(
@@ -369,7 +393,8 @@ int RunServe(int argc, char** argv) {
                "daemon's first flash still pays the faults' CPU time, later ones reuse the pages");
   app.add_flag("--no-prefault", [&o](int64_t) { o.device.prefault = false; }, "the default")->group("");
   app.add_option("--critical", o.device.critical,
-                 "NAME: a critical partition (NAME, NAME_a, NAME_b), repeatable: flash and erase refuse it until "
+                 "NAME: a critical partition (NAME, NAME_a, NAME_b), repeatable: flash and erase refuse it, and "
+                 "flash gpt / oem format refuse a table that moves, resizes or drops it, until "
                  "'fastboot flashing unlock_critical'");
   app.add_flag("--no-unlock", [&o](int64_t) { o.device.unlock_allowed = false; },
                "refuse 'flashing unlock' and 'unlock_critical'; the device always starts locked");

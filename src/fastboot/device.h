@@ -79,6 +79,10 @@ struct DeviceConfig {
   // largest download and a fresh buffer costs the receiver no page faults.
   bool prefault = false;
   bool unlock_allowed = true;
+  // --layout FILE: the layout `oem format` writes (its text, checked to
+  // parse at start; resolved on the disk when the command runs).
+  std::string layout;
+  std::string layout_name;
 };
 
 class FastbootDevice {
@@ -133,6 +137,8 @@ class FastbootDevice {
   // client stages and uploads in two runs, two sessions.
   const std::optional<StagedRange>& staged() const { return staged_; }
   void Stage(StagedRange range) { staged_ = std::move(range); }
+  // After a table change: the staged range may no longer be inside its partition.
+  void ForgetStaged() { staged_.reset(); }
 
   // Validates the last download for `p` and writes it (or queues it).
   // *queued tells whether the write goes on in the background. A streamed

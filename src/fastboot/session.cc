@@ -100,6 +100,7 @@ const Session::CommandSpec Session::kCommands[] = {
 const Session::BuiltinOem Session::kBuiltinOems[] = {
     {"stage", &Session::DoOemStage},
     {"digest", &Session::DoOemDigest},
+    {"format", &Session::DoOemFormat},  // session_table.cc
 };
 
 const Session::VarSpec Session::kVars[] = {
@@ -408,6 +409,8 @@ Result<std::string> Session::DoDownload(const std::string& arg) {
 }
 
 Result<std::string> Session::DoFlash(const std::string& arg) {
+  // U-Boot's pseudo-partition, unless the table has a partition of that name.
+  if (arg == "gpt" && device_->storage().Find(arg) == nullptr) return DoFlashGpt();
   // The parts of a super image follow each other without waiting; any other
   // partition is looked up in the metadata they wrote.
   if (device_->super_unsettled() && arg != device_->storage().dynamic()->super().name) {
@@ -424,7 +427,23 @@ Result<std::string> Session::DoFlash(const std::string& arg) {
   bool queued = false;
   Status st = device_->Flash(*p, progress, &queued);
   if (!st.ok()) return st;
-  return std::string(queued ? "queued (write-behind)" : "");
+  if (queued) return std::string("queued (write-behind)");
+  // A whole disk (--partition disk=/dev/X) may now carry a new table.
+  // The image is written and synced either way: a kernel that could not
+  // be told is said, not turned into a FAIL of the write.
+  auto kernel = device_->storage().TellKernelAfterWholeDiskFlash(*p);
+  std::string said;
+  if (!kernel.ok()) {
+    said = "written; the kernel still has the old partitions: " + kernel.status().ToString();
+    log::Warn("{}: '{}': {}", transport_->peer(), p->name, said);
+  } else if (*kernel) {
+    said = (*kernel)->Describe();
+    log::Info("{}: '{}' holds a GPT: {}", transport_->peer(), p->name, said);
+  }
+  for (const auto& piece : WrapWords(said, kMaxMessage)) {
+    if (!SendInfo(piece).ok()) return transport_error_;
+  }
+  return std::string();
 }
 
 Result<std::string> Session::DoErase(const std::string& arg) {

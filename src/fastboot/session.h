@@ -16,6 +16,17 @@
 // create/delete/resize-logical-partition (session_logical.cc); logical
 // partitions are flashed and erased like physical ones.
 //
+// Partition tables (session_table.cc): `flash gpt` (when no partition is
+// named gpt) writes the downloaded layout text or GPT image as the disk's
+// table, `oem format` the layout serve was given (--layout), as U-Boot's
+// `gpt write mmc N $partitions`. Both are refused while locked, wait for
+// write-behind flashes first, check everything before the first write
+// (partition/table_change.h), and answer with INFO lines saying what
+// changed; the storage then reads its partition list again, so the next
+// getvar or flash sees the new partitions. While critical partitions are
+// locked (flashing lock_critical), a table that would move, resize or drop
+// one of --critical is refused.
+//
 // A session starts without a download (an image belongs to the session that
 // sent it) and ends at the device's time limits (deadlines.h): past
 // session_timeout, or when a download arrives slower than the floor rate
@@ -32,6 +43,7 @@
 
 #include <chrono>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -43,6 +55,7 @@
 #include "fastboot/dynamic_partitions.h"
 #include "fastboot/hook_env.h"
 #include "fastboot/connection.h"
+#include "partition/table_change.h"
 
 namespace flashpipe::fastboot {
 
@@ -138,6 +151,11 @@ class Session {
   Result<DynamicPartitions*> SuperForChange(std::string_view what);
   Result<std::string> VarSuperPartitionName(std::string_view);
   Result<std::string> RebootTo(std::string target);
+  // session_table.cc
+  Result<std::string> DoFlashGpt();
+  Result<std::string> DoOemFormat(const std::string& arg);
+  Result<std::string> ChangeTable(std::span<const uint8_t> source, std::string_view source_name);
+  Status ApproveTable(const partition::PartitionOutcome& plan);
   // Reading back (readback.h): fetch, upload, oem stage, oem digest.
   Result<std::string> DoFetch(const std::string& arg);
   Result<std::string> DoUpload(const std::string& arg);

@@ -159,8 +159,9 @@ Result<std::unique_ptr<Storage>> Storage::OpenGpt(const std::string& path, const
                                                   std::vector<std::string>* warnings) {
   std::unique_ptr<Storage> s(new Storage());
   s->options_ = options;
-  UniqueFd rfd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!rfd.valid()) return ErrnoError("open " + path);
+  s->table_disk_ = true;
+  // Before Target::Open, which would create a missing file: a disk is never made up.
+  if (UniqueFd probe(::open(path.c_str(), O_RDONLY | O_CLOEXEC)); !probe.valid()) return ErrnoError("open " + path);
   FP_ASSIGN_OR_RETURN(auto target, io::Target::Open(path, {.force = options.force}));
   auto b = std::make_unique<Backing>();
   b->path = path;
@@ -168,11 +169,32 @@ Result<std::unique_ptr<Storage>> Storage::OpenGpt(const std::string& path, const
   FP_ASSIGN_OR_RETURN(b->owned_queue, target->MakeQueue(options.backend, std::max(options.queue_depth, 4u)));
   b->queue = b->owned_queue.get();
   b->target = std::move(target);
-  uint32_t sector = b->geometry.block_device ? b->geometry.logical_block : 0;
-  auto read_at = [&](uint64_t off, std::span<uint8_t> out) { return PreadExact(rfd.get(), out, off, path); };
-  auto table = io::ReadGpt(read_at, b->geometry.size, sector);
-  if (!table.ok()) return table.status().WithContext(path);
   s->backings_.push_back(std::move(b));
+  FP_RETURN_IF_ERROR(s->LoadGpt(warnings));
+  return s;
+}
+
+// Through a buffered descriptor of its own: the target's is O_DIRECT, and
+// a table just written by ChangeTable is in the page cache.
+Status Storage::LoadGpt(std::vector<std::string>* warnings) {
+  const Backing& b = *backings_[0];
+  const std::string& path = b.path;
+  UniqueFd rfd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!rfd.valid()) return ErrnoError("open " + path);
+  uint32_t sector = b.geometry.block_device ? b.geometry.logical_block : 0;
+  auto read_at = [&](uint64_t off, std::span<uint8_t> out) { return PreadExact(rfd.get(), out, off, path); };
+  auto table = io::ReadGpt(read_at, b.geometry.size, sector);
+  std::vector<Partition> old = std::exchange(partitions_, {});
+  if (!table.ok()) {
+    if (table.status().code() != Code::kNotFound && table.status().code() != Code::kInvalidArgument &&
+        table.status().code() != Code::kCorrupt) {
+      partitions_ = std::move(old);
+      return table.status().WithContext(path);
+    }
+    warnings->push_back(fmt::format("{}: no partitions: {} (fastboot flash gpt LAYOUT, or oem format with "
+                                    "serve --layout, writes a table)", path, table.status().ToString()));
+    return Status::Ok();
+  }
   for (const auto& w : table->warnings) warnings->push_back(path + ": " + w);
   for (const auto& e : table->partitions) {
     Partition p{e.name, 0, e.first_lba * table->sector_size,
@@ -182,10 +204,59 @@ Result<std::unique_ptr<Storage>> Storage::OpenGpt(const std::string& path, const
           fmt::format("{}: GPT entry {} name '{}' not usable, skipped", path, e.index, log::Printable(p.name, 80)));
       continue;
     }
-    FP_RETURN_IF_ERROR(s->AddPartition(std::move(p)).WithContext(path));
+    if (Status st = AddPartition(std::move(p)); !st.ok()) {
+      partitions_ = std::move(old);
+      return st.WithContext(path);
+    }
   }
-  if (s->partitions_.empty()) return NotFound(path + ": GPT has no usable partitions");
-  return s;
+  if (partitions_.empty()) warnings->push_back(path + ": GPT has no usable partitions");
+  return Status::Ok();
+}
+
+Result<partition::PartitionOutcome> Storage::ChangeTable(std::span<const uint8_t> source, std::string_view source_name,
+                                                         char slot, std::vector<std::string>* warnings,
+                                                         const partition::ApproveFn& approve) {
+  if (!table_disk_) {
+    return Unsupported("the partitions are --partition files, not a disk's table (serve --storage DISK)");
+  }
+  const Backing& b = *backings_[0];
+  partition::HeldDisk held{.path = b.path, .claim_fd = b.target->fd(),
+                           .claimed = b.geometry.block_device && !options_.force};
+  FP_ASSIGN_OR_RETURN(partition::PartitionOutcome out, partition::ChangeHeldDiskTable(held, source, source_name, {.approve = approve}));
+  FP_RETURN_IF_ERROR(ReloadTable(slot, warnings).WithContext("the table was written but not read back"));
+  return out;
+}
+
+Result<std::optional<partition::KernelUpdate>> Storage::TellKernelAfterWholeDiskFlash(const Partition& p) {
+  const Backing& b = *backings_[p.backing];
+  if (table_disk_ || p.logical || b.target == nullptr || !b.geometry.block_device || p.offset != 0 ||
+      p.size != b.geometry.size) {
+    return std::optional<partition::KernelUpdate>();
+  }
+  UniqueFd rfd(::open(b.path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!rfd.valid()) return ErrnoError("open " + b.path);
+  auto read_at = [&](uint64_t off, std::span<uint8_t> out) { return PreadExact(rfd.get(), out, off, b.path); };
+  auto gpt = io::ReadGpt(read_at, b.geometry.size, b.geometry.logical_block);
+  if (!gpt.ok()) return std::optional<partition::KernelUpdate>();
+  struct stat st {};
+  if (::fstat(b.target->fd(), &st) != 0) return ErrnoError("stat " + b.path);
+  FP_ASSIGN_OR_RETURN(partition::KernelUpdate u,
+                      partition::UpdateKernelPartitions(b.target->fd(), b.path, st.st_rdev,
+                                                        partition::FromGpt(*gpt, b.geometry.size),
+                                                        std::chrono::milliseconds(10000)));
+  return std::optional<partition::KernelUpdate>(std::move(u));
+}
+
+Status Storage::ReloadTable(char slot, std::vector<std::string>* warnings) {
+  if (!table_disk_) return Unsupported("no disk table to read again");
+  dynamic_.reset();  // its partitions lie in the old super
+  FP_RETURN_IF_ERROR(LoadGpt(warnings));
+  if (super_name_.empty() || Find(super_name_) == nullptr) return Status::Ok();
+  if (Status st = AttachSuper(super_name_, slot); !st.ok()) {
+    dynamic_.reset();
+    warnings->push_back(fmt::format("super '{}': {}", super_name_, st.ToString()));
+  }
+  return Status::Ok();
 }
 
 Result<std::unique_ptr<Storage>> Storage::OpenSpecs(const std::vector<PartitionSpec>& specs,

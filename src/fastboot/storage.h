@@ -2,8 +2,9 @@
 // behind them, and the two operations that touch them: Write (an image that
 // was already validated) and Erase.
 //
-// Partitions come from a disk's GPT (OpenGpt) or from NAME=PATH[:OFFSET:SIZE]
-// specs (OpenSpecs); each distinct path is opened once (exclusively, O_DIRECT
+// Partitions come from a disk's GPT (OpenGpt; a disk without a valid one
+// starts with no partitions and a warning: a blank board) or from
+// NAME=PATH[:OFFSET:SIZE] specs (OpenSpecs); each distinct path is opened once (exclusively, O_DIRECT
 // where possible) with one IoQueue, and each partition is a window on it.
 // A `super` partition (AttachSuper) adds the logical partitions its liblp
 // metadata describes (dynamic_partitions.h): they are listed and found like
@@ -15,13 +16,19 @@
 // io/write_model.h). Each bounds-checks every op against the window; Erase
 // checks its ranges itself. Nothing is ever issued outside the partition,
 // whatever the image says.
-// Thread-compatible: one Write/Erase at a time.
+// The GPT of an OpenGpt storage may be replaced (ChangeTable: `flash gpt`,
+// `oem format`); the partition list is then read again from the disk, and
+// a super named by WatchSuper attached again. Partition pointers from Find()
+// and partitions() copies are stale after it; the disk's descriptor, queue
+// and geometry stay (the disk is the same).
+// Thread-compatible: one Write/Erase/ChangeTable at a time.
 #pragma once
 
 #include <array>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -36,6 +43,7 @@
 #include "io/target.h"
 #include "io/write_model.h"
 #include "lp/block_io.h"
+#include "partition/table_change.h"
 
 namespace flashpipe::fastboot {
 
@@ -106,6 +114,33 @@ class Storage {
   // its metadata for `slot` (the super's own descriptor: OpenSuperIo; tests
   // pass `io`). Fails when there is no such partition or it cannot be read.
   Status AttachSuper(const std::string& name, char slot, std::unique_ptr<lp::BlockIo> io = nullptr);
+  // The physical partition AttachSuper should serve after a table change
+  // (serve --super), whether or not the table has it now.
+  void WatchSuper(std::string name) { super_name_ = std::move(name); }
+
+  // True for an OpenGpt storage: its partitions are the disk's table.
+  bool has_table() const { return table_disk_; }
+  // Replaces the disk's table with the one `source` gives (a layout text or
+  // a GPT image; partition/table_change.h: every check before the first
+  // write, a refusal writes nothing), then ReloadTable(slot). Unsupported
+  // when !has_table(). REQUIRES: no write in flight (the caller drains
+  // write-behind flashes first); Partition pointers are stale after it.
+  // `approve` sees the old and new tables before the first write and may refuse.
+  Result<partition::PartitionOutcome> ChangeTable(std::span<const uint8_t> source, std::string_view source_name,
+                                                  char slot, std::vector<std::string>* warnings,
+                                                  const partition::ApproveFn& approve = nullptr);
+  // Reads the disk's GPT again and replaces the physical partitions with
+  // it (none when there is no valid table, with a warning), dropping the
+  // logical ones and attaching the watched super again for `slot` when the
+  // table has it (a super that cannot be read: a warning, no logical ones).
+  Status ReloadTable(char slot, std::vector<std::string>* warnings);
+  // After a flash of `p` (synced): when `p` is a whole block device of
+  // --partition (offset 0, its whole size) and what is on it now reads as a
+  // GPT, the kernel is told its partitions (partition/kernel_table.h), as
+  // after `flash gpt`; nullopt when `p` is not such a partition or holds no
+  // valid GPT (nothing done). There is no partition list to reload: a
+  // --partition storage serves the named files and ranges.
+  Result<std::optional<partition::KernelUpdate>> TellKernelAfterWholeDiskFlash(const Partition& p);
   // The super and its logical partitions; nullptr without AttachSuper.
   DynamicPartitions* dynamic() { return dynamic_.get(); }
   const DynamicPartitions* dynamic() const { return dynamic_.get(); }
@@ -161,11 +196,15 @@ class Storage {
   Result<AlignedBuffer> ReadBlocks(const Partition& p, const BlockWindow& w);
   Storage();
   Status AddPartition(Partition p);
+  // The GPT of backings_[0] as partitions_ (all or nothing).
+  Status LoadGpt(std::vector<std::string>* warnings);
   static io::Device DeviceOf(const Backing& b, const Partition& p);
   Status EraseRanges(const Backing& b, const Partition& p);
   std::vector<std::unique_ptr<Backing>> backings_;
   std::vector<Partition> partitions_;
   std::unique_ptr<DynamicPartitions> dynamic_;
+  bool table_disk_ = false;  // OpenGpt
+  std::string super_name_;   // WatchSuper
   WriteOptions options_;
   BufferStock stock_{64u << 20};  // writer buffers, kept from one flash to the next
 };

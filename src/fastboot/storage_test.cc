@@ -6,10 +6,13 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <filesystem>
 
 #include "testing/fastboot_fakes.h"
 #include "testing/fault_queue.h"
 #include "testing/sparse_builder.h"
+#include "testing/temp_dir.h"
+#include "fastboot/dynamic_partitions.h"
 
 namespace flashpipe::fastboot {
 namespace {
@@ -170,6 +173,53 @@ TEST_F(StorageTest, UpdateInPlaceWritesOneWholeBlockOrNothing) {
   ASSERT_TRUE(storage_->Read(p, 550, got).ok());
   EXPECT_EQ(got, (std::array<uint8_t, 4>{0xAB, 0xAB, 552 & 0xFF, 553 & 0xFF}));
   EXPECT_EQ(storage_->Read(p, kSystem.size - 2, got).code(), Code::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace flashpipe::fastboot
+
+namespace flashpipe::fastboot {
+namespace {
+
+// A blank board: serve starts, with no partitions and a warning saying how
+// to write a table; ReloadTable after a table change serves it.
+TEST(StorageTableTest, BlankDiskHasNoPartitionsUntilATableIsWritten) {
+  testing::TempDir dir;
+  const std::string path = dir / "disk.img";
+  testing::WriteFile(path, std::vector<uint8_t>(32 << 20));
+  std::vector<std::string> warnings;
+  auto s = Storage::OpenGpt(path, {}, &warnings);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_TRUE((*s)->has_table());
+  EXPECT_TRUE((*s)->partitions().empty());
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("fastboot flash gpt LAYOUT"), std::string::npos) << warnings[0];
+  std::string layout = "name=boot,size=1MiB;name=super,size=-;";
+  warnings.clear();
+  (*s)->WatchSuper("super");
+  auto out = (*s)->ChangeTable({reinterpret_cast<const uint8_t*>(layout.data()), layout.size()}, "flash gpt", 'a',
+                               &warnings);
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  ASSERT_EQ((*s)->partitions().size(), 2u);
+  EXPECT_EQ((*s)->Find("boot")->offset, 1u << 20);
+  // The watched super is there but blank: served without logical partitions.
+  ASSERT_NE((*s)->dynamic(), nullptr);
+  EXPECT_FALSE((*s)->dynamic()->has_metadata());
+}
+
+}  // namespace
+}  // namespace flashpipe::fastboot
+
+namespace flashpipe::fastboot {
+namespace {
+
+TEST(StorageTableTest, AMissingDiskIsNotCreated) {
+  testing::TempDir dir;
+  std::vector<std::string> warnings;
+  auto s = Storage::OpenGpt(dir / "missing.img", {}, &warnings);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().ToString().find("No such file"), std::string::npos) << s.status().ToString();
+  EXPECT_FALSE(std::filesystem::exists(dir / "missing.img"));
 }
 
 }  // namespace

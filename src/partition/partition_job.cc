@@ -22,7 +22,6 @@
 namespace flashpipe::partition {
 namespace {
 
-using Clock = std::chrono::steady_clock;
 
 struct Opened {
   UniqueFd fd;
@@ -88,39 +87,6 @@ Result<Opened> Open(const std::string& path, bool writable, bool force) {
   return o;
 }
 
-struct PartitionInUse {
-  io::KernelPartition partition;
-  io::BlockUse use;
-};
-
-// Asked before the disk is opened: our own O_EXCL claim of the disk would
-// make every partition look claimed.
-std::vector<PartitionInUse> PartitionsInUse(const struct stat& st) {
-  std::vector<PartitionInUse> out;
-  if (!S_ISBLK(st.st_mode)) return out;
-  for (const io::KernelPartition& k : io::KernelPartitionsOf(st.st_rdev)) {
-    io::BlockUse use = io::UseOfBlockDevice(k.dev);
-    if (use.in_use()) out.push_back({k, use});
-  }
-  return out;
-}
-
-// With --force: a partition in use keeps its place, or the write is refused.
-Status CheckPartitionsInUseKept(const std::string& path, const std::vector<PartitionInUse>& in_use, const Table& t) {
-  for (const auto& [k, use] : in_use) {
-    bool kept = false;
-    for (const Partition& p : t.partitions) {
-      kept |= p.number == k.number && p.start * (t.sector_size / 512) == k.start &&
-              p.size * (t.sector_size / 512) == k.size;
-    }
-    if (!kept) {
-      return Busy(fmt::format("{}: {} is in use ({}) and the new table would move, resize or drop partition {}; "
-                              "refused even with --force", path, use.device, use.Why(), k.number));
-    }
-  }
-  return Status::Ok();
-}
-
 bool LooksLikeUboot(std::string_view text) {
   while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front()))) text.remove_prefix(1);
   // sfdisk lines may start with name= too; they never hold ';' outside a
@@ -153,35 +119,17 @@ Result<std::string> FormatLayout(const Table& t, LayoutFormat format, std::strin
 Result<PartitionOutcome> WritePartitions(const PartitionRequest& r) {
   FP_ASSIGN_OR_RETURN(struct stat st, StatTarget(r.target));
   FP_RETURN_IF_ERROR(CheckNotInUse(r.target, st, r.force));
-  const std::vector<PartitionInUse> in_use = PartitionsInUse(st);
+  const std::vector<PartitionInUse> in_use = PartitionsInUse(st, /*claimed_by_caller=*/false);
   auto layout = ParseLayout(r.layout, r.format);
   if (!layout.ok()) return layout.status().WithContext(r.layout_name);
   FP_ASSIGN_OR_RETURN(Opened o, Open(r.target, /*writable=*/!r.dry_run, r.force));
   if (o.sector == 0) o.sector = layout->sector_size.value_or(512);
   auto table = Resolve(*layout, {.size = o.size, .sector_size = o.sector});
   if (!table.ok()) return table.status().WithContext(fmt::format("{} on {}", r.layout_name, r.target));
-  PartitionOutcome out;
-  out.table = *table;
-  out.block_device = o.block;
-  FP_RETURN_IF_ERROR(CheckPartitionsInUseKept(r.target, in_use, out.table));
-  lp::FdBlockIo disk(o.fd.get(), r.target, 0, o.size, !r.dry_run);
-  auto old = ReadTable(disk, o.sector, &out.notes);
-  if (old.ok()) out.old = *old;
-  else out.old_problem = old.status().ToString();
-  if (r.dry_run) return out;
-
-  const auto start = Clock::now();
-  FP_RETURN_IF_ERROR(WriteGpt(disk, out.table));
-  out.write_took = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - start);
-  if (!o.block) {
-    for (const io::BlockUse& l : io::LoopDevicesBackedBy(FileIdOf(o.st))) {
-      out.notes.push_back(fmt::format("{} over this file still has the old partitions (blockdev --rereadpt {}, "
-                                      "or detach and attach it with losetup -P)", l.device, l.device));
-    }
-    return out;
-  }
-  FP_ASSIGN_OR_RETURN(out.kernel, UpdateKernelPartitions(o.fd.get(), r.target, o.st.st_rdev, out.table, r.kernel_wait));
-  return out;
+  FP_RETURN_IF_ERROR(CheckPartitionsInUseKept(r.target, in_use, *table));
+  OpenDisk disk{.path = r.target, .fd = o.fd.get(), .kernel_fd = o.fd.get(), .st = o.st, .block = o.block,
+                .size = o.size, .sector = o.sector};
+  return ApplyTable(disk, *table, r.dry_run, r.kernel_wait);
 }
 
 Result<std::string> DumpPartitions(const std::string& target, LayoutFormat format, std::vector<std::string>* notes) {

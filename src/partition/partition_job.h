@@ -18,6 +18,7 @@
 //     the target (layout.h: it fits, no overlaps, names unique and at most
 //     36 UTF-16 units); the sector size is the device's (BLKSSZGET), for a
 //     file the layout's sector-size or 512.
+// The in-use rules and the writes are table_change.h's, shared with serve.
 // Then the table is written in the power-cut order of gpt_io.h (buffered
 // writes and fdatasync, through the block device's page cache, which is
 // where the kernel reads it), held with base/write_lock.h's lock and, for
@@ -35,6 +36,7 @@
 #include "base/status.h"
 #include "partition/kernel_table.h"
 #include "partition/layout.h"
+#include "partition/table_change.h"
 
 namespace flashpipe::partition {
 
@@ -55,16 +57,6 @@ struct PartitionRequest {
   bool force = false;
   bool dry_run = false;
   std::chrono::milliseconds kernel_wait{10000};
-};
-
-struct PartitionOutcome {
-  Table table;                      // what was (or would be) written
-  std::optional<Table> old;         // what was there; nullopt: no valid table
-  std::string old_problem;          // why there was none
-  bool block_device = false;
-  std::optional<KernelUpdate> kernel;
-  std::chrono::microseconds write_took{0};  // the four writes, flushes, read-back
-  std::vector<std::string> notes;
 };
 
 Result<PartitionOutcome> WritePartitions(const PartitionRequest& request);
