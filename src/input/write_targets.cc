@@ -204,6 +204,21 @@ Status RefuseDuplicate(const std::vector<std::unique_ptr<Entry>>& seen, const En
   return Status::Ok();
 }
 
+// A target that lands where an earlier one does, found before it is opened:
+// the second open of a file (its write lock) or a device (O_EXCL) would
+// otherwise say "in use" about this run itself. OK: go on and check it.
+Result<std::unique_ptr<Entry>> RefuseGivenTwice(const std::vector<std::unique_ptr<Entry>>& seen,
+                                                const std::string& path) {
+  if (path == "-") return std::unique_ptr<Entry>();
+  auto landing = LandingOf(io::ParseTargetSpec(path).path);
+  if (!landing.ok()) return std::unique_ptr<Entry>();  // CheckOne says why
+  Entry probe;
+  static_cast<Landing&>(probe) = *landing;
+  probe.path = path;
+  FP_RETURN_IF_ERROR(RefuseDuplicate(seen, probe));
+  return std::unique_ptr<Entry>();
+}
+
 // Whether target `e` would write over input `in`.
 std::optional<std::string> Overwrites(const Entry& e, const InputFile& in) {
   if (!e.id) return std::nullopt;
@@ -232,7 +247,8 @@ WriteTargets::~WriteTargets() = default;
 WriteTargets WriteTargets::Check(const std::vector<std::string>& paths, const TargetPolicy& policy) {
   WriteTargets t;
   for (const std::string& path : paths) {
-    auto checked = CheckOne(path, policy);
+    auto checked = RefuseGivenTwice(t.entries_, path);
+    if (checked.ok()) checked = CheckOne(path, policy);
     if (!checked.ok()) {
       auto e = std::make_unique<Entry>();
       e->path = path;

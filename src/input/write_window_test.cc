@@ -132,6 +132,31 @@ TEST_F(WriteWindowTest, RefusalsLeaveTheDiskByteIdentical) {
   }
 }
 
+TEST_F(WriteWindowTest, TwoWindowsOfOneFileAreTheSameTargetGivenTwice) {
+  WriteRequest r;
+  r.image = Image("raw.img", Random(4096, 8));
+  r.targets = {disk_ + ":system", disk_ + ":boot"};
+  Progress p(nullptr, ProgressMode::kOff);
+  WriteReport rep = RunWriteJob(r, &p);
+  EXPECT_EQ(rep.status.code(), Code::kInvalidArgument) << rep.status.ToString();
+  EXPECT_EQ(rep.status.message(),
+            fmt::format("target {}:boot is given twice (it is the same file as {}:system)", disk_, disk_))
+      << "found before the second open, which would say another writer holds it";
+  EXPECT_TRUE(ReadFile(disk_) == before_);
+}
+
+TEST_F(WriteWindowTest, TheJsonReportIsNeverTheDiskBehindAPartition) {
+  WriteRequest r;
+  r.image = Image("raw.img", Random(4096, 9));
+  r.targets = {disk_ + ":system"};
+  r.other_outputs = {{disk_, "the --json report"}};
+  Progress p(nullptr, ProgressMode::kOff);
+  WriteReport rep = RunWriteJob(r, &p);
+  EXPECT_EQ(rep.status.code(), Code::kInvalidArgument) << rep.status.ToString();
+  EXPECT_FALSE(rep.other_outputs_checked);
+  EXPECT_TRUE(ReadFile(disk_) == before_);
+}
+
 TEST_F(WriteWindowTest, NoGptIsRefusedByteIdentical) {
   std::string plain = Image("plain.img", std::vector<uint8_t>(4 * kMiB, 0x55));
   WriteReport r = Write(Image("raw.img", Random(4096, 4)), plain + ":system");
