@@ -304,7 +304,7 @@ class CompareJob {
     FP_ASSIGN_OR_RETURN(auto target, io::Target::Open(spec.path, {.read_only = true}));
     kinds_.push_back(target->geometry().block_device ? TargetKind::kBlockDevice : TargetKind::kFile);
     std::string what = path;
-    if (!spec.partition.empty() || req_.window.offset != 0 || req_.window.size) {
+    if (io::IsWindowed(spec, req_.window)) {
       FP_ASSIGN_OR_RETURN(io::TargetWindow w, io::SetWriteWindow(spec, req_.window, target.get()));
       windows_.resize(done_ + 1);
       windows_[done_] = {spec.partition, w.range};

@@ -144,10 +144,6 @@ Result<std::unique_ptr<Entry>> CheckFile(const std::string& path, const struct s
   return e;
 }
 
-bool Windowed(const io::TargetSpec& spec, const TargetPolicy& policy) {
-  return !spec.partition.empty() || policy.window.offset != 0 || policy.window.size.has_value();
-}
-
 // TARGET:PARTNAME, or a target with --offset/--size: an existing file or
 // device, its window resolved (and refused) before anything is written.
 Result<std::unique_ptr<Entry>> CheckWindowed(const std::string& given, const io::TargetSpec& spec,
@@ -173,7 +169,7 @@ Result<std::unique_ptr<Entry>> CheckWindowed(const std::string& given, const io:
 
 Result<std::unique_ptr<Entry>> CheckOne(const std::string& path, const TargetPolicy& policy) {
   io::TargetSpec spec = io::ParseTargetSpec(path);
-  if (Windowed(spec, policy)) return CheckWindowed(path, spec, policy);
+  if (io::IsWindowed(spec, policy.window)) return CheckWindowed(path, spec, policy);
   struct stat st;
   if (::stat(path.c_str(), &st) != 0) {
     if (errno != ENOENT) return ErrnoError("cannot stat " + path);

@@ -90,6 +90,10 @@ Status CheckAligned(const ByteRange& w, const Geometry& g, const WindowRequest& 
 
 }  // namespace
 
+bool IsWindowed(const TargetSpec& spec, const WindowRequest& req) {
+  return !spec.partition.empty() || req.offset != 0 || req.size.has_value();
+}
+
 Result<TargetWindow> SetWriteWindow(const TargetSpec& spec, const WindowRequest& req, Target* target) {
   const Geometry& g = target->geometry();
   TargetWindow w{.range = {0, g.size}, .what = spec.path};

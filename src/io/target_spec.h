@@ -64,6 +64,9 @@ struct WindowNames {
 // an empty window.
 Result<ByteRange> PlaceWindow(const ByteRange& within, const WindowRequest& request, const WindowNames& names);
 
+// A target a window applies to: TARGET:NAME, or --offset/--size given.
+bool IsWindowed(const TargetSpec& spec, const WindowRequest& request);
+
 // A window `write` writes (and `write --verify-only` compares): `request`
 // inside the partition spec.partition names, else inside the whole target;
 // set as `target`'s window (target opened on spec.path). Its start must be
