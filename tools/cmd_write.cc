@@ -17,7 +17,7 @@ namespace flashpipe::tools {
 namespace {
 
 struct Flags {
-  std::string zero_mode = "auto", json, progress = "auto";
+  std::string zero_mode = "auto", json, progress = "auto", offset, size;
   WriterFlags writer;
   FetchFlags fetch;
   bool verify_only = false, no_progress = false, no_crc_check = false, no_bmap = false, no_digest = false;
@@ -25,12 +25,18 @@ struct Flags {
 
 void AddFlags(CLI::App& app, input::WriteRequest& r, Flags& f) {
   app.add_option("IMAGE", r.image, "image: a file, - for stdin, sparse parts a.simg,b.simg, or an http(s) URL")->required();
-  app.add_option("TARGET", r.targets, "regular files or block devices, written at once")->required();
+  app.add_option("TARGET", r.targets,
+                 "regular files or block devices, written at once; TARGET:NAME is the GPT partition NAME of one")
+      ->required();
   app.footer(
       "Nothing is changed until every target and the image (header, size) passed their checks. A file target is\n"
       "written to a temporary file beside it and renamed over it when complete (--in-place: into the file itself);\n"
       "block devices are written in place. A target that is the image, a part, the bmap or stdin is refused, and\n"
       "so is one another run is writing (each target is locked for the run; the error names the holder).\n"
+      "TARGET:NAME (a path that exists as given is never split at its ':') writes the image into the GPT partition\n"
+      "NAME of a device or disk image file, and --offset/--size into a window of every target (inside the partition\n"
+      "when one is named): written in place, a file too, nothing outside the window changes. The image must fit the\n"
+      "window (checked before anything is written; a stream of unknown size stops with an error at its end).\n"
       "Without --bmap, IMAGE.bmap is used when it exists, else the same name with IMAGE's extensions removed one\n"
       "by one (foo.img.xz: foo.img.xz.bmap, foo.img.bmap, foo.bmap), as bmaptool copy finds it; it must match.\n"
       "An http(s) URL is fetched into the cache while it is written: a raw image with a bmap only its mapped ranges\n"
@@ -40,6 +46,10 @@ void AddFlags(CLI::App& app, input::WriteRequest& r, Flags& f) {
       "in place is reported \"partially written, do not use\" (an --in-place file too: it was cut to the image's size\n"
       "first), and the --json report says \"interrupted\": true. The JSON Schema of --json and of --progress json\n"
       "events: docs/schema/ in the source, share/doc/flashpipe/schema/ once installed.");
+  app.add_option("--offset", f.offset,
+                 "write at this offset into every TARGET, or into its partition (K/M/G suffixes; a multiple of its "
+                 "logical block)");
+  app.add_option("--size", f.size, "the window's size (default: the rest of the target or partition)");
   app.add_option("--bmap", r.source.bmap_path, "bmaptool block map (a file or URL) of a raw image: write only its mapped ranges");
   app.add_flag("--no-bmap", f.no_bmap, "do not look for a block map beside the image");
   app.add_flag("--verify", r.writer.verify, "read every target back (O_DIRECT) and compare");
@@ -68,6 +78,17 @@ Status ApplyFlags(const Flags& f, input::WriteRequest& r) {
   r.source.decoder.check_crc = !f.no_crc_check;
   r.find_bmap = !f.no_bmap;
   r.digest = !f.no_digest;
+  if (!f.offset.empty()) {
+    auto v = ParseSize(f.offset);
+    if (!v.ok()) return v.status().WithContext("--offset");
+    r.window.offset = *v;
+  }
+  if (!f.size.empty()) {
+    auto v = ParseSize(f.size);
+    if (!v.ok()) return v.status().WithContext("--size");
+    if (*v == 0) return InvalidArgument("--size 0: the window holds nothing");
+    r.window.size = *v;
+  }
   if (f.no_bmap && !r.source.bmap_path.empty()) return InvalidArgument("--bmap and --no-bmap exclude each other");
   if (f.verify_only && (r.writer.verify || r.writer.discard || r.writer.first_block_last)) {
     return InvalidArgument("--verify-only writes nothing: it cannot be combined with --verify, --discard or --first-block-last");

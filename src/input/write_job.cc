@@ -89,7 +89,7 @@ class WriteJob {
 };
 
 Status WriteJob::Check() {
-  targets_.emplace(WriteTargets::Check(req_.targets, {req_.force, req_.in_place}));
+  targets_.emplace(WriteTargets::Check(req_.targets, {req_.force, req_.in_place, req_.window}));
   auto source = OpenImage(req_.image, req_.source);  // also after a bad target: the report gets the size
   if (source.ok()) {
     source_ = std::move(*source);
@@ -216,7 +216,8 @@ VerifyOutcome WriteJob::VerifyOf(size_t target) const {
 }
 
 TargetResult WriteJob::ResultOf(size_t index, const WriteTargets::Info& info, const Status& run) const {
-  TargetResult t{.path = info.path, .kind = info.kind, .in_place = info.in_place, .verify = VerifyOf(index)};
+  TargetResult t{.path = info.path, .kind = info.kind, .in_place = info.in_place, .verify = VerifyOf(index),
+                 .partition = info.partition, .window = info.window};
   bool bad_readback = t.verify == VerifyOutcome::kFailed;
   uint64_t changed = report_.stats.changed_end;
   if (info.committed) t.state = TargetState::kWritten;
@@ -299,13 +300,21 @@ class CompareJob {
   Status CompareOne(const std::string& path) {
     FP_ASSIGN_OR_RETURN(auto source, OpenImage(req_.image, req_.source));
     report_.kind = source->kind();
-    FP_ASSIGN_OR_RETURN(auto target, io::Target::Open(path, {.read_only = true}));
+    io::TargetSpec spec = io::ParseTargetSpec(path);
+    FP_ASSIGN_OR_RETURN(auto target, io::Target::Open(spec.path, {.read_only = true}));
     kinds_.push_back(target->geometry().block_device ? TargetKind::kBlockDevice : TargetKind::kFile);
+    std::string what = path;
+    if (io::IsWindowed(spec, req_.window)) {
+      FP_ASSIGN_OR_RETURN(io::TargetWindow w, io::SetWriteWindow(spec, req_.window, target.get()));
+      windows_.resize(done_ + 1);
+      windows_[done_] = {spec.partition, w.range};
+      what = w.what;
+    }
     CompareSink compare(target.get());
     TapSink sink(&compare, req_.cancel, nullptr);
     std::optional<uint64_t> known = source->known_size();
     report_.image_size = known;
-    FP_RETURN_IF_ERROR(CheckFits(known.value_or(source->min_size()), target->window_size(), path, !known));
+    FP_RETURN_IF_ERROR(CheckFits(known.value_or(source->min_size()), target->window_size(), what, !known));
     progress_->Begin(Phase::kVerifying, known.value_or(0));
     Status s = source->Run(&sink);
     report_.image_size = source->image_size();
@@ -324,6 +333,7 @@ class CompareJob {
   WriteReport& report_;
   size_t done_ = 0;  // targets that matched
   std::vector<TargetKind> kinds_;
+  std::vector<std::pair<std::string, std::optional<io::ByteRange>>> windows_;  // partition, window
 };
 
 void CompareJob::Conclude(Status status) {
@@ -334,6 +344,7 @@ void CompareJob::Conclude(Status status) {
   for (size_t i = 0; i < req_.targets.size(); ++i) {
     TargetResult t{.path = req_.targets[i], .state = TargetState::kUnchanged};
     if (i < kinds_.size()) t.kind = kinds_[i];
+    if (i < windows_.size()) std::tie(t.partition, t.window) = windows_[i];
     t.ok = i < done_;
     t.verify = t.ok ? VerifyOutcome::kPassed : i == done_ ? report_.verify : VerifyOutcome::kNotRun;
     if (i == done_) t.status = status;

@@ -9,7 +9,11 @@
 //      (sparse header, file size, bmap, xz index, zstd frames), an empty
 //      image refused;
 //   3. no target is one of the image's files (stdin included);
-//   4. the image fits every block device, and any file.
+//   4. the image fits every block device and every window, and any file.
+// A target TARGET:PARTNAME (or any target with a window, --offset/--size)
+// is written in place inside its window, a file too; its window is found
+// (the GPT read) and checked in step 1, and every write is bounds-checked
+// against it: a stream of unknown size that runs past it stops there.
 // Only then are targets changed (WriteTargets::Prepare): a file target gets a
 // temporary file beside it, renamed over it once the whole image is written,
 // synced and (with --verify) verified, so a failure leaves its old content;
@@ -43,6 +47,7 @@
 #include "input/write_report.h"
 #include "io/image_writer.h"
 #include "io/target.h"
+#include "io/target_spec.h"
 
 namespace flashpipe::input {
 
@@ -54,6 +59,9 @@ struct WriteRequest {
   io::Backend backend = io::Backend::kAuto;
   bool force = false;     // block devices in use; files behind loop devices in use
   bool in_place = false;  // existing regular files are written in place
+  // --offset/--size: every target is written (in place) inside this window,
+  // within the GPT partition a TARGET:PARTNAME names (io/target_spec.h).
+  io::WindowRequest window;
   // Files this run writes besides the targets, with what they are ("-" is
   // stdout): refused when one is a target or an input, before anything is
   // written. {"report.json", "the --json report"}

@@ -14,6 +14,14 @@ std::string JsonOr(const std::optional<double>& v) { return v ? fmt::format("{:.
 std::string JsonOr(const std::optional<std::string>& v) { return v ? JsonString(*v) : "null"; }
 std::string JsonError(const Status& s) { return s.ok() ? "null" : JsonString(s.ToString()); }
 std::string JsonClass(std::string_view c) { return c.empty() ? "null" : JsonString(c); }
+std::string JsonWindow(const std::optional<io::ByteRange>& w) {
+  return w ? fmt::format("{{\"offset\": {}, \"size\": {}}}", w->offset, w->size) : "null";
+}
+
+// "disk.img:system (bytes 0x100000+4194304)": a target and its window.
+std::string TargetName(const std::string& path, const std::optional<io::ByteRange>& w) {
+  return w ? fmt::format("{} (bytes 0x{:x}+{})", path, w->offset, w->size) : path;
+}
 
 double MiBs(uint64_t bytes, double seconds) {
   return seconds > 0 ? static_cast<double>(bytes) / seconds / (1 << 20) : 0;
@@ -72,10 +80,12 @@ std::string_view WriteReport::error_class() const {
 std::string TargetJsonMembers(const TargetResult& t, const WriteReport& r) {
   return fmt::format(
       "\"target\": {}, \"kind\": \"{}\", \"in_place\": {}, \"ok\": {}, \"state\": \"{}\", \"verify\": {}, "
-      "\"error\": {}, \"error_class\": {}, \"partly_written_to\": {}, \"old_contents_discarded\": {}",
+      "\"error\": {}, \"error_class\": {}, \"partly_written_to\": {}, \"old_contents_discarded\": {}, "
+      "\"partition\": {}, \"window\": {}",
       JsonString(t.path), TargetKindName(t.kind), t.in_place, t.ok, StateName(t.state),
       JsonString(VerifyName(t.verify)), JsonError(t.status), JsonClass(TargetErrorClass(t, r)),
-      JsonOr(t.partly_written_to), t.old_contents_discarded);
+      JsonOr(t.partly_written_to), t.old_contents_discarded,
+      t.partition.empty() ? "null" : JsonString(t.partition), JsonWindow(t.window));
 }
 
 std::string ReportJson(const WriteReport& r) {
@@ -105,7 +115,9 @@ std::string ReportJson(const WriteReport& r) {
 }
 
 std::string SummaryLine(const WriteReport& r) {
-  std::string to = r.targets.size() == 1 ? r.targets.front() : fmt::format("{} targets", r.targets.size());
+  std::string to = r.targets.size() != 1 ? fmt::format("{} targets", r.targets.size())
+                   : r.results.size() == 1 ? TargetName(r.targets.front(), r.results.front().window)
+                                           : r.targets.front();
   if (r.verify_only) {
     return fmt::format("done: {} {} the {} image in {:.1f} s ({} not defined by the image, not compared)", to,
                        r.targets.size() == 1 ? "matches" : "match", FormatBytes(r.image_size.value_or(0)), r.seconds,

@@ -16,6 +16,7 @@
 #include "base/status.h"
 #include "fetch/remote_file.h"
 #include "io/image_writer.h"
+#include "io/target_spec.h"
 
 namespace flashpipe::input {
 
@@ -66,6 +67,11 @@ struct TargetResult {
   // It got what was asked: written (and verified with --verify); with
   // --verify-only, it matched.
   bool ok = false;
+  // A windowed target (TARGET:PARTNAME, --offset/--size): the GPT partition
+  // (or empty) and the bytes of the file or device written; nullopt: the
+  // whole target (or its window was never resolved).
+  std::string partition;
+  std::optional<io::ByteRange> window;
 };
 
 struct PhaseSeconds {

@@ -15,7 +15,9 @@ namespace {
 // file is cut to the real size at the end.
 constexpr uint64_t kStreamWindow = uint64_t{1} << 50;
 
-enum class Mode { kBlockDevice, kInPlaceFile, kNewFile };
+// kWindowFile: an existing file written in place inside a window (a
+// partition of a disk image, --offset/--size), never truncated nor replaced.
+enum class Mode { kBlockDevice, kInPlaceFile, kWindowFile, kNewFile };
 
 // Writing one changes the other: one file, or overlapping block devices.
 bool SameData(const FileId& a, const FileId& b) {
@@ -76,8 +78,10 @@ Result<Landing> LandingOf(const std::string& path) {
 }  // namespace
 
 struct WriteTargets::Entry : Landing {
-  std::string path;
+  std::string path;  // as given (TARGET or TARGET:PARTNAME)
   Mode mode = Mode::kNewFile;
+  std::string partition;                   // TARGET:PARTNAME's name
+  std::optional<io::TargetWindow> window;  // a windowed target
   std::unique_ptr<io::Target> target;
   std::optional<AtomicFile> temp;
   std::unique_ptr<io::IoQueue> queue;
@@ -92,6 +96,9 @@ struct WriteTargets::Entry : Landing {
     if (status.ok()) status = s;
     return s;
   }
+  // Written in place with a fixed size: the image must fit.
+  bool bounded() const { return mode == Mode::kBlockDevice || mode == Mode::kWindowFile; }
+  std::string what() const { return window ? window->what : path; }
 };
 
 namespace {
@@ -137,7 +144,32 @@ Result<std::unique_ptr<Entry>> CheckFile(const std::string& path, const struct s
   return e;
 }
 
+// TARGET:PARTNAME, or a target with --offset/--size: an existing file or
+// device, its window resolved (and refused) before anything is written.
+Result<std::unique_ptr<Entry>> CheckWindowed(const std::string& given, const io::TargetSpec& spec,
+                                             const TargetPolicy& policy) {
+  if (!spec.exists) {
+    return NotFound(fmt::format("{}: no such file or device (a window, --offset or --size, is written into an "
+                                "existing one)", given));
+  }
+  const bool blk = S_ISBLK(spec.st.st_mode);
+  if (!blk && !S_ISREG(spec.st.st_mode)) {
+    return InvalidArgument(fmt::format("{}: not a regular file or block device", spec.path));
+  }
+  auto e = std::make_unique<Entry>();
+  e->path = given;
+  e->id = FileIdOf(spec.st);
+  e->mode = blk ? Mode::kBlockDevice : Mode::kWindowFile;
+  e->partition = spec.partition;
+  if (!blk) FP_RETURN_IF_ERROR(RefuseLoopBacking(spec.path, *e->id, policy.force));
+  FP_ASSIGN_OR_RETURN(e->target, io::Target::Open(spec.path, {.force = policy.force}));
+  FP_ASSIGN_OR_RETURN(e->window, io::SetWriteWindow(spec, policy.window, e->target.get()));
+  return e;
+}
+
 Result<std::unique_ptr<Entry>> CheckOne(const std::string& path, const TargetPolicy& policy) {
+  io::TargetSpec spec = io::ParseTargetSpec(path);
+  if (io::IsWindowed(spec, policy.window)) return CheckWindowed(path, spec, policy);
   struct stat st;
   if (::stat(path.c_str(), &st) != 0) {
     if (errno != ENOENT) return ErrnoError("cannot stat " + path);
@@ -168,6 +200,21 @@ Status RefuseDuplicate(const std::vector<std::unique_ptr<Entry>>& seen, const En
   return Status::Ok();
 }
 
+// A target that lands where an earlier one does, found before it is opened:
+// the second open of a file (its write lock) or a device (O_EXCL) would
+// otherwise say "in use" about this run itself. OK: go on and check it.
+Result<std::unique_ptr<Entry>> RefuseGivenTwice(const std::vector<std::unique_ptr<Entry>>& seen,
+                                                const std::string& path) {
+  if (path == "-") return std::unique_ptr<Entry>();
+  auto landing = LandingOf(io::ParseTargetSpec(path).path);
+  if (!landing.ok()) return std::unique_ptr<Entry>();  // CheckOne says why
+  Entry probe;
+  static_cast<Landing&>(probe) = *landing;
+  probe.path = path;
+  FP_RETURN_IF_ERROR(RefuseDuplicate(seen, probe));
+  return std::unique_ptr<Entry>();
+}
+
 // Whether target `e` would write over input `in`.
 std::optional<std::string> Overwrites(const Entry& e, const InputFile& in) {
   if (!e.id) return std::nullopt;
@@ -196,7 +243,8 @@ WriteTargets::~WriteTargets() = default;
 WriteTargets WriteTargets::Check(const std::vector<std::string>& paths, const TargetPolicy& policy) {
   WriteTargets t;
   for (const std::string& path : paths) {
-    auto checked = CheckOne(path, policy);
+    auto checked = RefuseGivenTwice(t.entries_, path);
+    if (checked.ok()) checked = CheckOne(path, policy);
     if (!checked.ok()) {
       auto e = std::make_unique<Entry>();
       e->path = path;
@@ -237,7 +285,7 @@ Status RefuseOtherOutput(const std::string& path, std::string_view role, const s
   FP_ASSIGN_OR_RETURN(Landing out, LandingOf(path));
   std::string name = path == "-" ? "stdout" : path;
   for (const std::string& t : targets) {
-    FP_ASSIGN_OR_RETURN(Landing target, LandingOf(t));
+    FP_ASSIGN_OR_RETURN(Landing target, LandingOf(io::ParseTargetSpec(t).path));
     if (out.Overlaps(target)) return InvalidArgument(fmt::format("{} ({}) is also the target {}", name, role, t));
   }
   for (const InputFile& in : inputs) {
@@ -257,8 +305,8 @@ Status WriteTargets::CheckFits(std::optional<uint64_t> exact, uint64_t at_least)
   }
   Status first;
   for (const auto& e : entries_) {
-    if (e->mode != Mode::kBlockDevice || !e->checked) continue;
-    Status s = e->Fail(input::CheckFits(need, e->target->window_size(), e->path, /*lower_bound=*/!exact));
+    if (!e->bounded() || !e->checked) continue;
+    Status s = e->Fail(input::CheckFits(need, e->target->window_size(), e->what(), /*lower_bound=*/!exact));
     if (first.ok()) first = s;
   }
   return first;
@@ -315,6 +363,7 @@ Result<std::vector<io::Device>> WriteTargets::MakeDevices(io::Backend backend, u
     if (!queue.ok()) return e->Fail(queue.status());
     e->queue = std::move(*queue);
     io::Device d = io::DeviceFor(*e->target, e->queue.get());
+    d.name = e->what();
     if (e->size_unknown) {
       d.geometry.size = kStreamWindow;
       d.window_size = kStreamWindow;
@@ -328,7 +377,7 @@ Result<std::vector<io::Device>> WriteTargets::MakeDevices(io::Backend backend, u
 uint64_t WriteTargets::BlockCapacity() const {
   uint64_t cap = 0;
   for (const auto& e : entries_) {
-    if (e->mode == Mode::kBlockDevice) cap = cap ? std::min(cap, e->target->window_size()) : e->target->window_size();
+    if (e->bounded()) cap = cap ? std::min(cap, e->target->window_size()) : e->target->window_size();
   }
   return cap;
 }
@@ -361,6 +410,10 @@ std::vector<WriteTargets::Info> WriteTargets::Describe() const {
       i.kind = e->mode == Mode::kBlockDevice ? TargetKind::kBlockDevice : e->id ? TargetKind::kFile : TargetKind::kNewFile;
       i.in_place = e->mode != Mode::kNewFile;
       i.prepared = prepared_ || e->temp.has_value();
+      if (e->window) {
+        i.partition = e->partition;
+        i.window = e->window->range;
+      }
     }
     out.push_back(std::move(i));
   }

@@ -8,10 +8,15 @@
 //                   (through a symlink or hard link, or not there yet), a disk
 //                   and its partition, and a file that backs a loop device in
 //                   use (mounted, held, opened exclusively) unless force.
+//                   A windowed target (TARGET:PARTNAME, --offset, --size) is
+//                   an existing file or device written in place inside its
+//                   window, which is resolved and checked here (the GPT read,
+//                   the partition found, bounds and alignment).
 //   RefuseInputs()  a target that is a file the image is read from (same
 //                   device and inode, whatever the path or stdin), a loop
 //                   device over one, or a disk and its partition.
-//   CheckFits()     the image's size (or a lower bound) against every target.
+//   CheckFits()     the image's size (or a lower bound) against every block
+//                   device and every window.
 //   Prepare()       the one place targets change: a temporary file beside each
 //                   file target (base/atomic_file.h), in-place files truncated.
 //   Commit()        after the whole write (and verify): files of unknown size
@@ -41,12 +46,16 @@
 #include "input/write_report.h"
 #include "io/image_writer.h"
 #include "io/target.h"
+#include "io/target_spec.h"
 
 namespace flashpipe::input {
 
 struct TargetPolicy {
   bool force = false;     // block devices in use, files behind loop devices in use
   bool in_place = false;  // existing regular files: write into them, not beside
+  // --offset/--size: the window of every target, inside the GPT partition
+  // a TARGET:NAME names (io/target_spec.h).
+  io::WindowRequest window;
 };
 
 class WriteTargets {
@@ -66,7 +75,8 @@ class WriteTargets {
 
   // After Prepare: one device per target, on a queue of `backend`.
   Result<std::vector<io::Device>> MakeDevices(io::Backend backend, unsigned depth);
-  // Bytes every block device takes (the smallest window; 0: no block device).
+  // Bytes every in-place target takes (the smallest window of a block device
+  // or a windowed file; 0: none, files grow).
   uint64_t BlockCapacity() const;
   // The name of the first queue ("io_uring", ...), after MakeDevices.
   std::string backend_name() const;
@@ -93,6 +103,8 @@ class WriteTargets {
     bool prepared = false;   // Prepare reached it: temp file made, or written in place from now on
     bool truncated = false;  // an in-place file cut by Prepare
     bool committed = false;
+    std::string partition;                // TARGET:PARTNAME's name, or empty
+    std::optional<io::ByteRange> window;  // a windowed target's bytes of the file or device
   };
   std::vector<Info> Describe() const;
 

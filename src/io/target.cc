@@ -181,11 +181,15 @@ Status Target::Setup(const TargetOptions& options, bool blk) {
     FileGeometry(st, &g);
   }
   ApplyDioAlign(fd_.get(), &g);
-  if (options.window_offset > g.size || options.window_size > g.size - options.window_offset)
-    return NoSpace(fmt::format("{}: window 0x{:x}+{} lies beyond the end (size {})", path_,
-                               options.window_offset, options.window_size, g.size));
-  window_offset_ = options.window_offset;
-  window_size_ = options.window_size ? options.window_size : g.size - options.window_offset;
+  return SetWindow(options.window_offset, options.window_size);
+}
+
+Status Target::SetWindow(uint64_t offset, uint64_t size) {
+  const uint64_t end = geometry_.size;
+  if (offset > end || size > end - offset)
+    return NoSpace(fmt::format("{}: window 0x{:x}+{} lies beyond the end (size {})", path_, offset, size, end));
+  window_offset_ = offset;
+  window_size_ = size ? size : end - offset;
   return Status::Ok();
 }
 

@@ -86,6 +86,10 @@ class Target {
   // Regular files: drops the content and sets the size (fresh() after it);
   // the window becomes the whole file.
   Status Truncate(uint64_t size);
+  // Sets the window to [offset, offset + size) of the whole file or device
+  // (absolute offsets; size 0: to the end). Refused, leaving the window as
+  // it was, when it runs past the end.
+  Status SetWindow(uint64_t offset, uint64_t size);
   // OK when [offset, offset+length) lies inside the window (offsets are
   // relative to the window). The error names the target and the range.
   Status CheckRange(uint64_t offset, uint64_t length) const;

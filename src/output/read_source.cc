@@ -5,33 +5,19 @@
 #include <unistd.h>
 
 #include "base/fd_io.h"
-#include "base/log.h"
 #include "base/units.h"
-#include "io/gpt.h"
+#include "io/target_spec.h"
 #include "base/page_cache.h"
 
 namespace flashpipe::output {
 namespace {
 
-struct Resolved {
-  std::string path, partition;
-  struct stat st;
-};
+using Resolved = io::TargetSpec;
 
-// SPEC as a path, else DEVICE:NAME split at its last ':'.
+// SPEC as a path, else DEVICE:NAME (io/target_spec.h); a file or a device.
 Result<Resolved> Resolve(const std::string& spec) {
-  Resolved r;
-  if (::stat(spec.c_str(), &r.st) == 0) {
-    r.path = spec;
-  } else {
-    size_t colon = spec.rfind(':');
-    if (colon == std::string::npos || colon == 0 || colon + 1 == spec.size() ||
-        ::stat(spec.substr(0, colon).c_str(), &r.st) != 0) {
-      return NotFound(fmt::format("{}: no such file or device (nor DEVICE:PARTITION)", spec));
-    }
-    r.path = spec.substr(0, colon);
-    r.partition = spec.substr(colon + 1);
-  }
+  Resolved r = io::ParseTargetSpec(spec);
+  if (!r.exists) return NotFound(fmt::format("{}: no such file or device (nor DEVICE:PARTITION)", spec));
   if (!S_ISBLK(r.st.st_mode) && !S_ISREG(r.st.st_mode)) {
     return InvalidArgument(fmt::format("{}: not a block device or a regular file", r.path));
   }
@@ -78,33 +64,6 @@ Status Claim(const Resolved& r, bool force, ReadSource* src) {
                           r.path, holders));
 }
 
-// [start, start + size) of the GPT partition `name`.
-Result<std::pair<uint64_t, uint64_t>> FindPartition(const std::string& path, const std::string& name,
-                                                    const io::Geometry& g) {
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!fd.valid()) return ErrnoError(fmt::format("cannot open {}", path));
-  auto read_at = [&](uint64_t off, std::span<uint8_t> out) { return PreadExact(fd.get(), out, off, path); };
-  auto table = io::ReadGpt(read_at, g.size, g.block_device ? g.logical_block : 0);
-  if (!table.ok()) return table.status().WithContext(fmt::format("{}: partition '{}'", path, name));
-  // A damaged table is said, never used silently ("primary GPT unusable
-  // (...); using the backup at LBA N", "backup GPT unusable: ...").
-  for (const auto& w : table->warnings) log::Warn("{}: {}", path, w);
-  std::vector<std::string> names;
-  const io::GptPartition* found = nullptr;
-  for (const auto& p : table->partitions) {
-    names.push_back(p.name);
-    if (p.name != name) continue;
-    if (found != nullptr) return InvalidArgument(fmt::format("{}: two GPT partitions are named '{}'", path, name));
-    found = &p;
-  }
-  if (found == nullptr) {
-    return NotFound(fmt::format("{}: no GPT partition named '{}' (there are: {})", path, name,
-                                names.empty() ? "none" : fmt::format("{}", fmt::join(names, ", "))));
-  }
-  uint64_t ss = table->sector_size;
-  return std::make_pair(found->first_lba * ss, (found->last_lba - found->first_lba + 1) * ss);
-}
-
 Status CheckAlignment(const ReadSource& s, const SourceRequest& req, const io::Geometry& g) {
   if (!g.direct) return Status::Ok();
   uint64_t lb = g.logical_block;
@@ -119,19 +78,12 @@ Status CheckAlignment(const ReadSource& s, const SourceRequest& req, const io::G
   return Status::Ok();
 }
 
-// Start and length from the request, inside [base, base + avail).
-Status PlaceRange(const SourceRequest& req, uint64_t base, uint64_t avail, const std::string& what, ReadSource* s) {
-  if (req.offset > avail) {
-    return InvalidArgument(fmt::format("--offset {} is beyond the end of {} ({} bytes)", req.offset, what, avail));
-  }
-  uint64_t left = avail - req.offset;
-  if (req.length && *req.length > left) {
-    return NoSpace(fmt::format("{} holds only {} bytes from offset {}; --length asks for {} ({} more)", what, left,
-                               req.offset, *req.length, *req.length - left));
-  }
-  s->start = base + req.offset;
-  s->length = req.length.value_or(left);
-  if (s->length == 0) return InvalidArgument(fmt::format("nothing to read: {} has no bytes from offset {}", what, req.offset));
+// Start and length from the request, inside `within`.
+Status PlaceRange(const SourceRequest& req, const io::ByteRange& within, const std::string& what, ReadSource* s) {
+  FP_ASSIGN_OR_RETURN(io::ByteRange w, io::PlaceWindow(within, {req.offset, req.length},
+                                                       {.what = what, .size_flag = "--length", .verb = "read"}));
+  s->start = w.offset;
+  s->length = w.size;
   return Status::Ok();
 }
 
@@ -151,14 +103,13 @@ Result<ReadSource> OpenSource(const SourceRequest& req) {
   if (s.block_device) FP_RETURN_IF_ERROR(Claim(r, req.force, &s));
   FP_ASSIGN_OR_RETURN(auto whole, io::Target::Open(r.path, {.read_only = true}));
   const io::Geometry& g = whole->geometry();
-  uint64_t base = 0, avail = g.size;
+  io::ByteRange within{0, g.size};
   std::string what = r.path;
   if (!r.partition.empty()) {
-    FP_ASSIGN_OR_RETURN(auto range, FindPartition(r.path, r.partition, g));
-    std::tie(base, avail) = range;
+    FP_ASSIGN_OR_RETURN(within, io::FindGptPartition(r.path, r.partition, g));
     what = fmt::format("partition '{}' of {}", r.partition, r.path);
   }
-  FP_RETURN_IF_ERROR(PlaceRange(req, base, avail, what, &s));
+  FP_RETURN_IF_ERROR(PlaceRange(req, within, what, &s));
   FP_RETURN_IF_ERROR(CheckAlignment(s, req, g));
   FP_ASSIGN_OR_RETURN(s.id, FileIdOfFd(whole->fd(), r.path));
   UniqueFd fd(::fcntl(whole->fd(), F_DUPFD_CLOEXEC, 0));
