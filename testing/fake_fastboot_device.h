@@ -59,6 +59,7 @@ struct FakeDeviceConfig {
   std::string fetch_fail;      // fetch: after the bytes, FAIL with this (a medium that failed mid-read)
   uint64_t corrupt_at = UINT64_MAX;  // after each flash, this byte of the partition is flipped
   bool stream = false;  // answers getvar stream-flash yes and stream-flash:P (serve's extension)
+  std::set<std::string> stream_refused;  // stream-flash:P FAILs for these (serve's `gpt` table)
 };
 
 class FakeFastbootDevice : public host::Transport {
@@ -184,7 +185,9 @@ class FakeFastbootDevice : public host::Transport {
       return Say(wire::Data(*n));
     }
     if (c->name == "stream-flash" && config_.stream) {
-      if (partitions.find(arg) == partitions.end()) return Say(wire::Fail("partition '" + arg + "' not found"));
+      if (partitions.find(arg) == partitions.end() || config_.stream_refused.count(arg) > 0) {
+        return Say(wire::Fail("partition '" + arg + "' not found"));
+      }
       stream_next_ = arg;
       return Say(wire::Okay());
     }

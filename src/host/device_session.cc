@@ -206,8 +206,12 @@ Status DeviceSession::FlashImage(const std::string& partition, Cursor& cursor, F
     }
     cursor.PartStart(part->begin);
     if (stream) {
-      stats->started = true;  // the device writes the part while it arrives
-      FP_RETURN_IF_ERROR(client_.Command("stream-flash:" + partition).status());
+      // A name the device handles itself (serve's `gpt` table) is no
+      // partition to stream to: refused, the part goes as the AOSP client sends it.
+      auto r = client_.Command("stream-flash:" + partition);
+      if (!r.ok() && !client_.refused()) return r.status();
+      stream = r.ok();
+      if (stream) stats->started = true;  // the device writes the part while it arrives
     }
     observer.OnSending(partition, i + 1, planned.size(), part->bytes, sparse_words);
     Status st = client_.Download(static_cast<uint32_t>(part->bytes), [&](DataOut& out) {

@@ -139,12 +139,16 @@ TEST_F(FleetTest, EveryDeviceGetsEveryImageForItsOwnLimit) {
 TEST_F(FleetTest, EachPartIsAnnouncedToADeviceThatStreams) {
   auto* a = Add({.serial = "a", .stream = true});
   auto* b = Add({.serial = "b"});
+  auto* c = Add({.serial = "c", .stream = true, .stream_refused = {"boot_a"}});
   FleetOptions o;
   auto results = Run(o);
-  ASSERT_EQ(results.size(), 2u);
+  ASSERT_EQ(results.size(), 3u);
   for (auto& r : results) EXPECT_EQ(r.result, "ok") << r.device << ": " << r.error;
   EXPECT_TRUE(Flashed(a));
   EXPECT_TRUE(Flashed(b));
+  EXPECT_TRUE(Flashed(c));  // boot_a refused to stream: sent as the AOSP client sends it
+  EXPECT_EQ(std::count(c->commands.begin(), c->commands.end(), "stream-flash:boot_a"), 1);
+  EXPECT_GT(std::count(c->commands.begin(), c->commands.end(), "stream-flash:system"), 0);
   std::vector<std::string> seen;
   for (size_t i = 0; i < a->commands.size(); ++i) {
     if (!a->commands[i].starts_with("download:")) continue;
