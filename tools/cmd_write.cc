@@ -3,10 +3,12 @@
 // one or more regular files or block devices at once; see src/input/write_job.h.
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 
 #include "base/units.h"
 #include "input/write_job.h"
+#include "partition/kernel_table.h"
 #include "tools/commands.h"
 #include "tools/fetch_flags.h"
 #include "tools/flags.h"
@@ -105,6 +107,22 @@ bool ShowTargets(const input::WriteReport& r) {
   return false;
 }
 
+// A whole disk that now holds a disk image's GPT: the kernel is told, so its
+// partitions are there without a reboot (as after `flashpipe partition`).
+// The image is written either way: a failure here is a warning.
+void TellKernel(const input::WriteReport& r) {
+  for (const auto& t : r.results) {
+    if (t.state != input::TargetState::kWritten || t.window || !t.partition.empty()) continue;
+    auto u = partition::UpdateAfterWholeDiskWrite(t.path, std::chrono::seconds(10));
+    if (!u.ok()) {
+      std::fprintf(stderr, "flashpipe write: warning: %s holds a partition table the kernel was not told of: %s\n",
+                   t.path.c_str(), u.status().ToString().c_str());
+    } else if (u->has_value()) {
+      std::fprintf(stderr, "flashpipe write: %s: partitions %s\n", t.path.c_str(), (*u)->Describe().c_str());
+    }
+  }
+}
+
 void PrintOutcome(const input::WriteReport& r) {
   if (r.status.ok()) {
     std::fprintf(stderr, "flashpipe write: %s\n", input::SummaryLine(r).c_str());
@@ -144,6 +162,7 @@ int RunWrite(int argc, char** argv) {
     Status js = WriteJson(flags.json, input::ReportJson(report));
     if (st.ok()) st = js;
   }
+  if (report.status.ok() && !flags.verify_only) TellKernel(report);
   if (report.status.ok()) PrintOutcome(report);
   int code = ExitWith("write", st);
   if (!report.status.ok()) PrintOutcome(report);

@@ -3,7 +3,10 @@
 #include <linux/blkpg.h>
 #include <linux/fs.h>
 #include <sys/ioctl.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
@@ -12,7 +15,9 @@
 #include <fmt/format.h>
 
 #include "base/fd_io.h"
+#include "base/unique_fd.h"
 #include "io/device_users.h"
+#include "io/gpt.h"
 
 namespace flashpipe::partition {
 namespace {
@@ -146,6 +151,31 @@ Result<KernelUpdate> UpdateKernelPartitions(int fd, const std::string& path, dev
   }
   u.took = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - start);
   return u;
+}
+
+}  // namespace flashpipe::partition
+
+namespace flashpipe::partition {
+
+Result<std::optional<KernelUpdate>> UpdateAfterWholeDiskWrite(const std::string& path, std::chrono::milliseconds wait) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0 || !S_ISBLK(st.st_mode)) return std::optional<KernelUpdate>();
+  std::string sysfs = fmt::format("/sys/dev/block/{}:{}/partition", major(st.st_rdev), minor(st.st_rdev));
+  if (::access(sysfs.c_str(), F_OK) == 0) return std::optional<KernelUpdate>();  // a partition has no table
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) return ErrnoError("open " + path);
+  uint64_t size = 0;
+  uint32_t sector = 0;
+  int ssz = 0;
+  if (::ioctl(fd.get(), BLKGETSIZE64, &size) != 0 || ::ioctl(fd.get(), BLKSSZGET, &ssz) != 0) {
+    return ErrnoError("size of " + path);
+  }
+  sector = static_cast<uint32_t>(ssz);
+  auto read_at = [&](uint64_t off, std::span<uint8_t> out) { return PreadExact(fd.get(), out, off, path); };
+  auto gpt = io::ReadGpt(read_at, size, sector);
+  if (!gpt.ok()) return std::optional<KernelUpdate>();
+  FP_ASSIGN_OR_RETURN(KernelUpdate u, UpdateKernelPartitions(fd.get(), path, st.st_rdev, FromGpt(*gpt, size), wait));
+  return std::optional<KernelUpdate>(std::move(u));
 }
 
 }  // namespace flashpipe::partition

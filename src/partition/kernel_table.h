@@ -24,6 +24,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -43,5 +44,12 @@ struct KernelUpdate {
 
 Result<KernelUpdate> UpdateKernelPartitions(int fd, const std::string& path, dev_t rdev, const Table& table,
                                             std::chrono::milliseconds wait);
+
+// After an image was written over the whole block device `path` (`write`
+// of a disk image): when the disk now starts with a valid GPT, its
+// partitions made the kernel's as above, through a descriptor of its own.
+// nullopt, doing nothing, for a regular file, a partition (sysfs has its
+// `partition` file), or a disk without a valid GPT.
+Result<std::optional<KernelUpdate>> UpdateAfterWholeDiskWrite(const std::string& path, std::chrono::milliseconds wait);
 
 }  // namespace flashpipe::partition

@@ -188,4 +188,17 @@ same loopdisk2.img bmapdisk.img "flashpipe write $LDEV:system vs bmaptool copy $
 same loopdisk2.img ref.img "flashpipe write --bmap $LDEV:system vs dd"
 ok "raw + bmap into $LDEV:system equals bmaptool copy to ${BDEV}p2 and dd"
 
+# A whole disk image written over a blank disk: the kernel gets its partitions
+# (BLKRRPART, else BLKPG) without a reboot or partprobe.
+truncate -s 64M blankdisk.img
+KDEV=$(losetup -P --direct-io=on --find --show blankdisk.img); LOOPS+=("$KDEV")
+[ ! -e "${KDEV}p2" ] || fail "a blank disk has partitions"
+fp write --no-progress pristine.img "$KDEV" 2>"$T/err" || fail "write a disk image to $KDEV: $(cat "$T/err")"
+grep -q "partitions .*${KDEV}p2" "$T/err" || fail "write did not say the kernel was told: $(cat "$T/err")"
+[ -b "${KDEV}p2" ] || fail "${KDEV}p2 did not appear after writing a disk image"
+want=$(sgdisk -i 2 pristine.img | sed -n 's/^Partition size: \([0-9]*\) sectors.*/\1/p')
+got=$(cat "/sys/block/$(basename "$KDEV")/$(basename "$KDEV")p2/size")
+[ "$got" = "$want" ] || fail "${KDEV}p2 has $got sectors, the image's table says $want"
+ok "a disk image written to $KDEV: its partitions are the kernel's at once (${KDEV}p2, $got sectors)"
+
 echo "write_window_test: $PASS passed"
