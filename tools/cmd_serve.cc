@@ -250,15 +250,15 @@ Status Serve(ServeOptions o) {
   FP_ASSIGN_OR_RETURN(PersistentState state, OpenState(state_path, o));
   FP_RETURN_IF_ERROR(AttachSuper(o, *storage, state.slot()));
   PrintPartitions(*storage);
-  auto device = std::make_unique<FastbootDevice>(o.device, std::move(storage), std::move(state));
-
-  // Signals are taken by one thread with sigwait; every other thread blocks them.
+  // Signals are taken by one thread with sigwait; every other thread blocks
+  // them, the device's worker and prefault threads too: blocked before they start.
   sigset_t sigs;
   sigemptyset(&sigs);
   sigaddset(&sigs, SIGINT);
   sigaddset(&sigs, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
   ::signal(SIGPIPE, SIG_IGN);
+  auto device = std::make_unique<FastbootDevice>(o.device, std::move(storage), std::move(state));
 
   std::unique_ptr<TcpServer> tcp;
   std::unique_ptr<UdpServer> udp;
