@@ -236,6 +236,15 @@ Result<std::unique_ptr<UsbFastboot>> StartUsb(const ServeOptions& o, FastbootDev
 
 Status Serve(ServeOptions o) {
   log::Init("serve", o.verbose);
+  // Signals are taken by one thread with sigwait; every other thread blocks
+  // them (the storage's, the device's worker and prefault threads): blocked
+  // before any starts, a signal during start-up waits for the sigwait.
+  sigset_t sigs;
+  sigemptyset(&sigs);
+  sigaddset(&sigs, SIGINT);
+  sigaddset(&sigs, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
+  ::signal(SIGPIPE, SIG_IGN);
   // Every flash builds a writer whose buffer pool (tens of MiB) is freed at
   // the end: keep those pages in the heap instead of unmapping them, so the
   // next flash does not fault and zero them again (costly on VMs).
@@ -250,14 +259,6 @@ Status Serve(ServeOptions o) {
   FP_ASSIGN_OR_RETURN(PersistentState state, OpenState(state_path, o));
   FP_RETURN_IF_ERROR(AttachSuper(o, *storage, state.slot()));
   PrintPartitions(*storage);
-  // Signals are taken by one thread with sigwait; every other thread blocks
-  // them, the device's worker and prefault threads too: blocked before they start.
-  sigset_t sigs;
-  sigemptyset(&sigs);
-  sigaddset(&sigs, SIGINT);
-  sigaddset(&sigs, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
-  ::signal(SIGPIPE, SIG_IGN);
   auto device = std::make_unique<FastbootDevice>(o.device, std::move(storage), std::move(state));
 
   std::unique_ptr<TcpServer> tcp;
