@@ -3,6 +3,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -116,6 +117,14 @@ Result<ForceRoGuard> ForceRoGuard::Release(const std::string& block_name, const 
   }
   log::Debug("{}: force_ro 1 -> 0 for the write", block_name);
   return g;
+}
+
+Result<ForceRoGuard> ForceRoGuard::ReleaseDevice(dev_t rdev, const std::string& sysfs_root) {
+  std::string link = fmt::format("{}/dev/block/{}:{}", sysfs_root, major(rdev), minor(rdev));
+  std::error_code ec;
+  std::filesystem::path target = std::filesystem::read_symlink(link, ec);
+  if (ec) return ForceRoGuard();  // no sysfs entry: not a boot area the kernel knows
+  return Release(target.filename().string(), sysfs_root);
 }
 
 ForceRoGuard::ForceRoGuard(ForceRoGuard&& o) noexcept

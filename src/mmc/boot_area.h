@@ -10,6 +10,8 @@
 // The sysfs root is a parameter ("/sys"), so tests use a stand-in directory.
 #pragma once
 
+#include <sys/types.h>
+
 #include <optional>
 #include <string>
 #include <string_view>
@@ -45,6 +47,10 @@ class ForceRoGuard {
   // read and, when 1, written 0; otherwise (not a boot area) the guard does
   // nothing. A boot area whose force_ro cannot be read or written is an error.
   static Result<ForceRoGuard> Release(const std::string& block_name, const std::string& sysfs_root = "/sys");
+  // The same for the block device numbered `rdev` (st_rdev), named by
+  // sysfs (SYSFS/dev/block/MAJOR:MINOR), whatever path it was opened by:
+  // what `write` holds for each block device target while it writes.
+  static Result<ForceRoGuard> ReleaseDevice(dev_t rdev, const std::string& sysfs_root = "/sys");
   ForceRoGuard() = default;
   ForceRoGuard(ForceRoGuard&& o) noexcept;
   ForceRoGuard& operator=(ForceRoGuard&& o) noexcept;

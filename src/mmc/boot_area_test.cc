@@ -1,6 +1,7 @@
 #include "mmc/boot_area.h"
 
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -114,6 +115,22 @@ TEST(ForceRoGuard, SignalPathRestoresLiveGuards) {
   ASSERT_TRUE(g.ok());
   RestoreForceRoFromSignal();
   EXPECT_EQ(sys.Get("mmcblk0boot0"), "1");
+}
+
+TEST(ForceRoGuard, ReleaseDeviceFindsTheNameBySysfsNumber) {
+  FakeSysfs sys;
+  std::filesystem::create_directories(sys.root() + "/dev/block");
+  std::filesystem::create_symlink("../../block/mmcblk0boot0", sys.root() + "/dev/block/179:8");
+  {
+    auto g = ForceRoGuard::ReleaseDevice(makedev(179, 8), sys.root());
+    ASSERT_TRUE(g.ok()) << g.status().ToString();
+    EXPECT_TRUE(g->active());
+    EXPECT_EQ(sys.Get("mmcblk0boot0"), "0");
+  }
+  EXPECT_EQ(sys.Get("mmcblk0boot0"), "1");
+  auto other = ForceRoGuard::ReleaseDevice(makedev(8, 0), sys.root());  // not in the stand-in
+  ASSERT_TRUE(other.ok());
+  EXPECT_FALSE(other->active());
 }
 
 TEST(ListBootAreas, ReadsForceRo) {
