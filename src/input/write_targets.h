@@ -13,7 +13,9 @@
 //                   device over one, or a disk and its partition.
 //   CheckFits()     the image's size (or a lower bound) against every target.
 //   Prepare()       the one place targets change: a temporary file beside each
-//                   file target (base/atomic_file.h), in-place files truncated.
+//                   file target (base/atomic_file.h), in-place files truncated,
+//                   an eMMC boot area's force_ro switched off (mmc/boot_area.h;
+//                   put back when WriteTargets goes, whatever happened).
 //   Commit()        after the whole write (and verify): files of unknown size
 //                   cut to size, temporary files renamed over their targets.
 //
@@ -47,6 +49,7 @@ namespace flashpipe::input {
 struct TargetPolicy {
   bool force = false;     // block devices in use, files behind loop devices in use
   bool in_place = false;  // existing regular files: write into them, not beside
+  std::string sysfs_root = "/sys";  // where eMMC boot areas' force_ro is (tests: a stand-in)
 };
 
 class WriteTargets {
@@ -102,6 +105,7 @@ class WriteTargets {
   WriteTargets();
   std::vector<std::unique_ptr<Entry>> entries_;
   bool prepared_ = false;
+  std::string sysfs_root_;
 };
 
 // A file a run writes besides its targets (the --json report; "-" is
