@@ -90,7 +90,7 @@ std::string CardJson(const CardReport& r) {
       "\"boot_bus_conditions\": {{\"value\": {}, \"width\": {}, \"retain\": {}, \"mode\": {}}}, "
       "\"boot_info\": {}, \"boot_config_prot\": {}, \"boot_wp\": {}, \"boot_wp_status\": [{}, {}], "
       "\"partition_support\": {}, \"partition_setting_completed\": {}, \"boot_areas\": [{}]}}",
-      JsonSchemaMembers("mmc", 1), JsonString(r.device), e.revision(), JsonString(e.revision_name()), e.sector_count(),
+      JsonSchemaMembers("mmc-extcsd", 1), JsonString(r.device), e.revision(), JsonString(e.revision_name()), e.sector_count(),
       e.boot_area_size(), e.rpmb_size(), e[field::kPartitionConfig], pc.boot_ack, pc.boot_partition, pc.partition_access,
       e[field::kBootBusConditions], bb.width, bb.retain, bb.mode, e[field::kBootInfo], e[field::kBootConfigProt],
       e[field::kBootWp], JsonString(BootWpName(e.boot_wp_status(0))), JsonString(BootWpName(e.boot_wp_status(1))),

@@ -1,6 +1,6 @@
 // What `flashpipe mmc` prints: the EXT_CSD fields that boot a board, as text
-// and as the --json report (schema flashpipe-mmc, docs/schema/
-// mmc-report.schema.json), and the arguments of partconf and bootbus in
+// and as the --json reports (docs/schema/mmc-extcsd-report.schema.json and
+// mmc-switch-report.schema.json), and the arguments of partconf and bootbus in
 // U-Boot's spelling (numbers) or by name.
 #pragma once
 

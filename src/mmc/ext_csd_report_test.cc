@@ -49,7 +49,7 @@ TEST(DescribeCard, NamesEveryFieldWithItsIndex) {
   EXPECT_NE(text.find("BOOT_SIZE_MULT [226] 32: 4 MiB per boot area"), std::string::npos) << text;
   EXPECT_NE(text.find("/dev/mmcblk0boot0: force_ro 1"), std::string::npos) << text;
   std::string json = CardJson(r);
-  EXPECT_NE(json.find("\"schema\": \"flashpipe-mmc\""), std::string::npos) << json;
+  EXPECT_NE(json.find("\"schema\": \"flashpipe-mmc-extcsd\""), std::string::npos) << json;
   EXPECT_NE(json.find("\"partition_config\": {\"value\": 72, \"boot_ack\": true, \"boot_partition\": 1"), std::string::npos)
       << json;
   EXPECT_NE(json.find("{\"device\": \"/dev/mmcblk0boot0\", \"force_ro\": true}"), std::string::npos) << json;
