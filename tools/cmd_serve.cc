@@ -27,6 +27,7 @@
 #include "fastboot/udp.h"
 #include "fastboot/usb_fastboot.h"
 #include "wire/net.h"
+#include "mmc/mmc_device.h"
 #include "tools/commands.h"
 #include "tools/flags.h"
 
@@ -342,6 +343,17 @@ int RunServe(int argc, char** argv) {
                  "PART: the misc partition (4 KiB at least): set_active writes the slot into its Android "
                  "bootloader_control (AOSP's layout, read by U-Boot's android_ab), current-slot and "
                  "slot-successful/-unbootable/-retry-count read it");
+  app.add_option_function<std::string>(
+      "--mmc",
+      [&o](const std::string& path) {
+        o.device.open_mmc = [path]() -> Result<std::unique_ptr<mmc::MmcDevice>> {
+          FP_ASSIGN_OR_RETURN(auto dev, mmc::MmcIoctlDevice::Open(path, {.writable = true}));
+          return std::unique_ptr<mmc::MmcDevice>(std::move(dev));
+        };
+      },
+      "DEVICE: the eMMC (/dev/mmcblkN) that 'oem partconf:BOOT_ACK:BOOT_PARTITION[:PARTITION_ACCESS]' and "
+      "'oem bootbus:WIDTH:RESET:MODE' set, as U-Boot's fastboot does (PARTITION_CONFIG [179], BOOT_BUS_CONDITIONS "
+      "[177]; checked against the card, read back; refused while locked; see flashpipe mmc --help)");
   app.add_option("--initial-lock", o.initial_lock,
                  "locked|unlocked: the lock state of the first start, when the state file does not exist yet "
                  "(default unlocked, as development boards expect). A state file that exists but is empty, "

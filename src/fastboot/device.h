@@ -31,6 +31,7 @@
 #include "fastboot/readback.h"
 #include "fastboot/state.h"
 #include "fastboot/storage.h"
+#include "mmc/mmc_device.h"
 
 namespace flashpipe::fastboot {
 
@@ -78,6 +79,9 @@ struct DeviceConfig {
   // largest download and a fresh buffer costs the receiver no page faults.
   bool prefault = false;
   bool unlock_allowed = true;
+  // serve --mmc DEVICE: opens the eMMC that oem partconf and oem bootbus
+  // write (session_mmc.cc); empty: they FAIL saying no eMMC was given.
+  std::function<Result<std::unique_ptr<mmc::MmcDevice>>()> open_mmc;
 };
 
 class FastbootDevice {

@@ -98,6 +98,8 @@ const Session::CommandSpec Session::kCommands[] = {
 const Session::BuiltinOem Session::kBuiltinOems[] = {
     {"stage", &Session::DoOemStage},
     {"digest", &Session::DoOemDigest},
+    {"partconf", &Session::DoOemPartconf},
+    {"bootbus", &Session::DoOemBootbus},
 };
 
 const Session::VarSpec Session::kVars[] = {
