@@ -98,6 +98,19 @@ std::vector<BootAreaInfo> ListBootAreas(const std::string& card, const std::stri
   return out;
 }
 
+std::vector<NamedBootArea> FastbootBootAreas(const std::string& device, const std::string& sysfs_root) {
+  auto block = BlockNameOf(device);
+  if (!block.ok()) return {};
+  std::string card = *block;
+  if (auto b = ParseBootAreaName(card)) card = b->card;
+  if (!card.starts_with("mmcblk") || !AllDigits(std::string_view(card).substr(6))) return {};
+  std::vector<NamedBootArea> out;
+  for (const BootAreaInfo& area : ListBootAreas(card, sysfs_root)) {
+    out.push_back({fmt::format("mmc{}boot{}", card.substr(6), area.name.back()), "/dev/" + area.name});
+  }
+  return out;
+}
+
 Result<ForceRoGuard> ForceRoGuard::Release(const std::string& block_name, const std::string& sysfs_root) {
   ForceRoGuard g;
   if (!ParseBootAreaName(block_name)) return g;

@@ -41,6 +41,14 @@ struct BootAreaInfo {
 // The boot areas sysfs lists for card `card` ("mmcblk0"); none on an SD card.
 std::vector<BootAreaInfo> ListBootAreas(const std::string& card, const std::string& sysfs_root = "/sys");
 
+// The boot areas of the card at `device` (/dev/mmcblkN, or one of its boot
+// areas) as U-Boot's fastboot names them: {"mmc0boot0", "/dev/mmcblk0boot0"},
+// ... (N is the kernel's card number); none for an SD card or a non-MMC node.
+struct NamedBootArea {
+  std::string name, device;
+};
+std::vector<NamedBootArea> FastbootBootAreas(const std::string& device, const std::string& sysfs_root = "/sys");
+
 class ForceRoGuard {
  public:
   // For the block device `block_name`: when it is a boot area, force_ro is

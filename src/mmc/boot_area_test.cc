@@ -143,5 +143,21 @@ TEST(ListBootAreas, ReadsForceRo) {
   EXPECT_TRUE(ListBootAreas("mmcblk1", sys.root()).empty());
 }
 
+TEST(FastbootBootAreas, UBootNamesForTheCardsBootAreas) {
+  FakeSysfs sys;
+  testing::TempDir dev;  // BlockNameOf follows the path: a stand-in node named like the card
+  std::ofstream(dev.File("mmcblk0")) << "";
+  auto areas = FastbootBootAreas(dev.File("mmcblk0"), sys.root());
+  ASSERT_EQ(areas.size(), 2u);
+  EXPECT_EQ(areas[0].name, "mmc0boot0");
+  EXPECT_EQ(areas[0].device, "/dev/mmcblk0boot0");
+  EXPECT_EQ(areas[1].name, "mmc0boot1");
+  std::ofstream(dev.File("mmcblk0boot1")) << "";
+  EXPECT_EQ(FastbootBootAreas(dev.File("mmcblk0boot1"), sys.root()).size(), 2u);
+  std::ofstream(dev.File("sda")) << "";
+  EXPECT_TRUE(FastbootBootAreas(dev.File("sda"), sys.root()).empty());
+  EXPECT_TRUE(FastbootBootAreas(dev.File("missing"), sys.root()).empty());
+}
+
 }  // namespace
 }  // namespace flashpipe::mmc
