@@ -48,6 +48,27 @@ $FP read /dev/mmcblk0:boot back.raw --no-progress >read.out 2>&1 || die "read: $
 cmp back.raw image.raw || die "read back of mmcblk0:boot differs from image.raw"
 pass "read /dev/mmcblk0:boot gives image.raw back"
 
+# serve on the card: flash a partition the table just made, and the oem
+# commands reach the card and fail as extcsd does.
+mkdir -p /tmp/state
+$FP serve --storage /dev/mmcblk0 --mmc /dev/mmcblk0 --tcp 127.0.0.1:5554 --state /tmp/state/sd.state >serve.log 2>&1 &
+serve_pid=$!
+fb() { timeout 60 fastboot -s tcp:127.0.0.1:5554 "$@"; }
+wait_for 20 fb getvar product || { kill $serve_pid; die "serve did not answer: $(tail -5 serve.log)"; }
+head -c 3M /dev/urandom >data.raw
+fb flash data data.raw >fb.out 2>&1 || { kill $serve_pid; die "fastboot flash data: $(cat fb.out)"; }
+cmp <(head -c 3M /dev/mmcblk0p2) data.raw || { kill $serve_pid; die "data after fastboot flash differs"; }
+pass "serve: fastboot flash data (the partition made above)"
+fb oem partconf:1:1 >fb.out 2>&1 && { kill $serve_pid; die "oem partconf succeeded on an SD card"; }
+grep -q "is an SD card" fb.out || { kill $serve_pid; die "oem partconf: $(cat fb.out)"; }
+pass "serve: oem partconf FAILs: $(grep FAILED fb.out | head -1)"
+fb getvar partition-size:mmc0boot0 >fb.out 2>&1
+grep -q "^partition-size:mmc0boot0: 0x" fb.out && { kill $serve_pid; die "an SD card served a boot area: $(cat fb.out)"; }
+grep -q "mmc0boot0" fb.out || { kill $serve_pid; die "getvar partition-size:mmc0boot0: $(cat fb.out)"; }
+pass "serve: no mmc0boot0 on an SD card: $(head -1 fb.out)"
+kill $serve_pid
+wait $serve_pid 2>/dev/null
+
 timeout 300 $FP bench /dev/mmcblk0p2 --sizes 64k,1M --total 4M --force >bench.out 2>&1 || die "bench: $(tail -5 bench.out)"
 pass "bench on /dev/mmcblk0p2: $(grep -c . bench.out) lines"
 sync

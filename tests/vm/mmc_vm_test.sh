@@ -6,7 +6,9 @@
 # `flashpipe mmc extcsd` sends CMD8 through MMC_IOC_CMD to the card and
 # fails saying an SD card has no EXT_CSD; `partition` writes a GPT and the
 # kernel shows its nodes; `write --verify` and `read` of a partition give the
-# image back; `bench` runs on a partition. This script checks the card's
+# image back; `serve --storage --mmc` flashes the new partition with the
+# stock fastboot client, FAILs `oem partconf` the same way and serves no
+# boot area; `bench` runs on a partition. This script checks the card's
 # image afterwards too (the table and the partition's bytes on the "medium").
 #   FLASHPIPE=build/flashpipe bash tests/vm/mmc_vm_test.sh
 # QEMU 7.2 has no eMMC model: boot areas and EXT_CSD writes are tested
