@@ -28,6 +28,8 @@
 #include "fastboot/usb_fastboot.h"
 #include "partition/partition_job.h"
 #include "wire/net.h"
+#include "mmc/boot_area.h"
+#include "mmc/mmc_device.h"
 #include "tools/commands.h"
 #include "tools/flags.h"
 #include "tools/layout_file.h"
@@ -39,6 +41,7 @@ using namespace flashpipe::fastboot;
 
 struct ServeOptions {
   std::string storage;
+  std::string mmc;  // --mmc: the eMMC for oem partconf/bootbus and, with --storage, its boot areas
   std::vector<std::string> partitions;
   std::string super = "super";
   bool super_given = false;  // --super on the command line: it must exist
@@ -86,6 +89,11 @@ Result<std::unique_ptr<Storage>> OpenStorage(const ServeOptions& o) {
     std::vector<std::string> warnings;
     auto s = Storage::OpenGpt(o.storage, o.write, &warnings);
     for (const auto& w : warnings) log::Warn("{}", w);
+    if (s.ok() && !o.mmc.empty()) {
+      for (const auto& area : mmc::FastbootBootAreas(o.mmc)) {
+        FP_RETURN_IF_ERROR((*s)->AddWholeDevice(area.name, area.device).WithContext("--mmc " + o.mmc));
+      }
+    }
     return s;
   }
   return Storage::OpenSpecs(o.specs, o.write);
@@ -367,6 +375,20 @@ int RunServe(int argc, char** argv) {
                  "PART: the misc partition (4 KiB at least): set_active writes the slot into its Android "
                  "bootloader_control (AOSP's layout, read by U-Boot's android_ab), current-slot and "
                  "slot-successful/-unbootable/-retry-count read it");
+  app.add_option_function<std::string>(
+      "--mmc",
+      [&o](const std::string& path) {
+        o.mmc = path;
+        o.device.open_mmc = [path]() -> Result<std::unique_ptr<mmc::MmcDevice>> {
+          FP_ASSIGN_OR_RETURN(auto dev, mmc::MmcIoctlDevice::Open(path, {.writable = true}));
+          return std::unique_ptr<mmc::MmcDevice>(std::move(dev));
+        };
+      },
+      "DEVICE: the eMMC (/dev/mmcblkN) that 'oem partconf:BOOT_ACK:BOOT_PARTITION[:PARTITION_ACCESS]' and "
+      "'oem bootbus:WIDTH:RESET:MODE' set, as U-Boot's fastboot does (PARTITION_CONFIG [179], BOOT_BUS_CONDITIONS "
+      "[177]; checked against the card, read back; refused while locked; see flashpipe mmc --help). With "
+      "--storage, its boot areas are served too, as U-Boot names them: mmcNboot0 and mmcNboot1 "
+      "(/dev/mmcblkNboot0, boot1), force_ro lifted for each flash or erase only");
   app.add_option("--initial-lock", o.initial_lock,
                  "locked|unlocked: the lock state of the first start, when the state file does not exist yet "
                  "(default unlocked, as development boards expect). A state file that exists but is empty, "

@@ -23,6 +23,7 @@ int RunFlash(int argc, char** argv);
 int RunFastboot(int argc, char** argv);
 int RunCache(int argc, char** argv);
 int RunPartition(int argc, char** argv);
+int RunMmc(int argc, char** argv);
 
 // The one place a Status becomes an exit status: prints
 // "flashpipe <command>: error: <status>" to stderr, returns 1 (0 when OK);

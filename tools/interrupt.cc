@@ -4,6 +4,8 @@
 
 #include <csignal>
 
+#include "mmc/boot_area.h"
+
 namespace flashpipe::tools {
 namespace {
 
@@ -11,6 +13,7 @@ CancelFlag g_cancel;
 
 extern "C" void OnSignal(int signal_number) {
   if (g_cancel.cancelled()) {  // the second one: as if there were no handler
+    mmc::RestoreForceRoFromSignal();  // no destructor runs past here
     std::signal(signal_number, SIG_DFL);
     std::raise(signal_number);
     return;

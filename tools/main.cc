@@ -23,6 +23,7 @@ constexpr Command kCommands[] = {
     {"write", flashpipe::tools::RunWrite, "write an image (sparse, raw, compressed, bmap; a file or an http(s) URL) to files or devices"},
     {"read", flashpipe::tools::RunRead, "read a device, file or GPT partition into an image (raw, sparse, compressed) + bmap"},
     {"partition", flashpipe::tools::RunPartition, "write a GPT from an sfdisk script or U-Boot $partitions string, or --dump the table"},
+    {"mmc", flashpipe::tools::RunMmc, "mmc extcsd|partconf|bootbus: an eMMC's boot area and boot bus settings (EXT_CSD), as U-Boot's mmc partconf"},
     {"bmap", flashpipe::tools::RunBmap, "bmap create: a bmaptool block map of an image, as bmaptool create"},
     {"serve", flashpipe::tools::RunServe, "fastboot device daemon over TCP/UDP on a disk or partitions"},
     {"flash", flashpipe::tools::RunFlash, "flash images to many fastboot devices at once (USB, TCP, UDP)"},

@@ -32,6 +32,7 @@
 #include "fastboot/readback.h"
 #include "fastboot/state.h"
 #include "fastboot/storage.h"
+#include "mmc/mmc_device.h"
 
 namespace flashpipe::fastboot {
 
@@ -83,6 +84,9 @@ struct DeviceConfig {
   // parse at start; resolved on the disk when the command runs).
   std::string layout;
   std::string layout_name;
+  // serve --mmc DEVICE: opens the eMMC that oem partconf and oem bootbus
+  // write (session_mmc.cc); empty: they FAIL saying no eMMC was given.
+  std::function<Result<std::unique_ptr<mmc::MmcDevice>>()> open_mmc;
 };
 
 class FastbootDevice {

@@ -101,6 +101,8 @@ const Session::BuiltinOem Session::kBuiltinOems[] = {
     {"stage", &Session::DoOemStage},
     {"digest", &Session::DoOemDigest},
     {"format", &Session::DoOemFormat},  // session_table.cc
+    {"partconf", &Session::DoOemPartconf},
+    {"bootbus", &Session::DoOemBootbus},
 };
 
 const Session::VarSpec Session::kVars[] = {

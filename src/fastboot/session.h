@@ -56,6 +56,7 @@
 #include "fastboot/hook_env.h"
 #include "fastboot/connection.h"
 #include "partition/table_change.h"
+#include "mmc/card.h"
 
 namespace flashpipe::fastboot {
 
@@ -161,6 +162,10 @@ class Session {
   Result<std::string> DoUpload(const std::string& arg);
   Result<std::string> DoOemStage(const std::string& range);
   Result<std::string> DoOemDigest(const std::string& range);
+  // The eMMC's boot settings (session_mmc.cc): oem partconf, oem bootbus.
+  Result<std::string> DoOemPartconf(const std::string& args);
+  Result<std::string> DoOemBootbus(const std::string& args);
+  Result<std::string> Report(const mmc::FieldChange& change);
   Result<std::pair<const Partition*, ByteRange>> ResolveRead(const std::string& text);
   Result<StagedRange> ResolveFetch(const std::string& text);
   Result<std::string> SendStaged(const StagedRange& staged);

@@ -259,35 +259,42 @@ Status Storage::ReloadTable(char slot, std::vector<std::string>* warnings) {
   return Status::Ok();
 }
 
+// The backing for `path` (realpath'd): the one opened already, or a new one.
+Result<size_t> Storage::OpenBacking(const std::string& what, const std::string& path) {
+  char* real = ::realpath(path.c_str(), nullptr);
+  if (real == nullptr) return ErrnoError(fmt::format("partition '{}': {}", what, path));
+  std::string canon(real);
+  std::free(real);
+  auto it = std::find_if(backings_.begin(), backings_.end(), [&](const auto& b) { return b->path == canon; });
+  if (it != backings_.end()) return static_cast<size_t>(it - backings_.begin());
+  FP_ASSIGN_OR_RETURN(auto target, io::Target::Open(canon, {.force = options_.force}));
+  auto b = std::make_unique<Backing>();
+  b->path = canon;
+  b->geometry = target->geometry();
+  FP_ASSIGN_OR_RETURN(b->owned_queue, target->MakeQueue(options_.backend, std::max(options_.queue_depth, 4u)));
+  b->queue = b->owned_queue.get();
+  b->target = std::move(target);
+  backings_.push_back(std::move(b));
+  return backings_.size() - 1;
+}
+
 Result<std::unique_ptr<Storage>> Storage::OpenSpecs(const std::vector<PartitionSpec>& specs,
                                                     const WriteOptions& options) {
   std::unique_ptr<Storage> s(new Storage());
   s->options_ = options;
   for (const auto& spec : specs) {
-    char* real = ::realpath(spec.path.c_str(), nullptr);
-    if (real == nullptr) return ErrnoError(fmt::format("partition '{}': {}", spec.name, spec.path));
-    std::string canon(real);
-    std::free(real);
-    auto it = std::find_if(s->backings_.begin(), s->backings_.end(),
-                           [&](const auto& b) { return b->path == canon; });
-    if (it == s->backings_.end()) {
-      FP_ASSIGN_OR_RETURN(auto target, io::Target::Open(canon, {.force = options.force}));
-      auto b = std::make_unique<Backing>();
-      b->path = canon;
-      b->geometry = target->geometry();
-      FP_ASSIGN_OR_RETURN(b->owned_queue,
-                          target->MakeQueue(options.backend, std::max(options.queue_depth, 4u)));
-      b->queue = b->owned_queue.get();
-      b->target = std::move(target);
-      s->backings_.push_back(std::move(b));
-      it = s->backings_.end() - 1;
-    }
-    size_t index = static_cast<size_t>(it - s->backings_.begin());
-    if (spec.ranged) FP_RETURN_IF_ERROR(CheckAligned(spec, (*it)->geometry));
-    uint64_t size = spec.ranged ? spec.size : (*it)->geometry.size;
+    FP_ASSIGN_OR_RETURN(size_t index, s->OpenBacking(spec.name, spec.path));
+    const Backing& b = *s->backings_[index];
+    if (spec.ranged) FP_RETURN_IF_ERROR(CheckAligned(spec, b.geometry));
+    uint64_t size = spec.ranged ? spec.size : b.geometry.size;
     FP_RETURN_IF_ERROR(s->AddPartition({spec.name, index, spec.offset, size}));
   }
   return s;
+}
+
+Status Storage::AddWholeDevice(const std::string& name, const std::string& path) {
+  FP_ASSIGN_OR_RETURN(size_t index, OpenBacking(name, path));
+  return AddPartition({name, index, 0, backings_[index]->geometry.size});
 }
 
 std::unique_ptr<Storage> Storage::ForQueue(io::IoQueue* queue, io::Geometry geometry,
@@ -367,9 +374,19 @@ std::string Storage::ProbeType(const Partition& p) const {
   return type;
 }
 
+// A boot area (mmcblkNbootM) is read-only until its force_ro is lifted: for
+// the one write or erase the guard is held, whatever its outcome.
+Result<mmc::ForceRoGuard> Storage::BootAreaWritable(const Partition& p) const {
+  const Backing& b = *backings_[p.backing];
+  struct stat st;
+  if (b.target == nullptr || ::fstat(b.target->fd(), &st) != 0 || !S_ISBLK(st.st_mode)) return mmc::ForceRoGuard();
+  return mmc::ForceRoGuard::ReleaseDevice(st.st_rdev, options_.sysfs_root);
+}
+
 Status Storage::Write(const Partition& p, std::span<const std::span<const uint8_t>> pieces, bool is_sparse,
                       const ProgressFn& progress, bool sync) {
   FP_RETURN_IF_ERROR(CheckWritable(p));
+  FP_ASSIGN_OR_RETURN(mmc::ForceRoGuard writable, BootAreaWritable(p));
   io::WriterOptions wo{.request_size = options_.request_size, .queue_depth = options_.queue_depth};
   wo.progress = progress;
   wo.sync = sync;
@@ -484,6 +501,7 @@ Result<ReadView> Storage::OpenRead(const Partition& p) const {
 Status Storage::Erase(const Partition& p) {
   if (p.logical && p.size == 0) return Status::Ok();  // nothing to erase
   FP_RETURN_IF_ERROR(CheckWritable(p));
+  FP_ASSIGN_OR_RETURN(mmc::ForceRoGuard writable, BootAreaWritable(p));
   Status st = EraseRanges(*backings_[p.backing], p);
   if (IsSuper(p)) dynamic_->Reload();
   return st;

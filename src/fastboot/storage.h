@@ -44,6 +44,7 @@
 #include "io/write_model.h"
 #include "lp/block_io.h"
 #include "partition/table_change.h"
+#include "mmc/boot_area.h"
 
 namespace flashpipe::fastboot {
 
@@ -81,6 +82,9 @@ struct WriteOptions {
   uint64_t request_size = 0;    // 0 = the writer's default
   io::WriteModel model;         // pipelined unless a benchmark asks otherwise
   bool force = false;           // open block devices even when in use
+  // Where an eMMC boot area's force_ro is (mmc/boot_area.h): each flash or
+  // erase of a boot area switches it off for the write and back after.
+  std::string sysfs_root = "/sys";
 };
 
 using ProgressFn = std::function<void(uint64_t done, uint64_t total)>;
@@ -101,6 +105,9 @@ class Storage {
                                                   std::vector<std::string>* warnings);
   static Result<std::unique_ptr<Storage>> OpenSpecs(const std::vector<PartitionSpec>& specs,
                                                     const WriteOptions& options);
+  // One more partition, NAME, that is all of the device or file at PATH
+  // (opened like a spec's): serve --mmc adds the eMMC boot areas so.
+  Status AddWholeDevice(const std::string& name, const std::string& path);
   // Tests and fuzzers: partitions over a queue the caller owns (no probing).
   static std::unique_ptr<Storage> ForQueue(io::IoQueue* queue, io::Geometry geometry,
                                            std::vector<Partition> partitions, WriteOptions options = {});
@@ -200,6 +207,8 @@ class Storage {
   Status LoadGpt(std::vector<std::string>* warnings);
   static io::Device DeviceOf(const Backing& b, const Partition& p);
   Status EraseRanges(const Backing& b, const Partition& p);
+  Result<size_t> OpenBacking(const std::string& what, const std::string& path);
+  Result<mmc::ForceRoGuard> BootAreaWritable(const Partition& p) const;
   std::vector<std::unique_ptr<Backing>> backings_;
   std::vector<Partition> partitions_;
   std::unique_ptr<DynamicPartitions> dynamic_;

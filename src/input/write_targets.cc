@@ -7,6 +7,7 @@
 
 #include "input/image_sink.h"
 #include "io/device_users.h"
+#include "mmc/boot_area.h"
 
 namespace flashpipe::input {
 namespace {
@@ -82,6 +83,7 @@ struct WriteTargets::Entry : Landing {
   Mode mode = Mode::kNewFile;
   std::string partition;                   // TARGET:PARTNAME's name
   std::optional<io::TargetWindow> window;  // a windowed target
+  mmc::ForceRoGuard force_ro;  // before `target`: restored after it is closed
   std::unique_ptr<io::Target> target;
   std::optional<AtomicFile> temp;
   std::unique_ptr<io::IoQueue> queue;
@@ -242,6 +244,7 @@ WriteTargets::~WriteTargets() = default;
 
 WriteTargets WriteTargets::Check(const std::vector<std::string>& paths, const TargetPolicy& policy) {
   WriteTargets t;
+  t.sysfs_root_ = policy.sysfs_root;
   for (const std::string& path : paths) {
     auto checked = RefuseGivenTwice(t.entries_, path);
     if (checked.ok()) checked = CheckOne(path, policy);
@@ -347,6 +350,12 @@ Status WriteTargets::Prepare(std::optional<uint64_t> size) {
     FP_RETURN_IF_ERROR(e->Fail(PrepareTemp(*e, size)));
   }
   prepared_ = true;
+  for (auto& e : entries_) {
+    if (e->mode != Mode::kBlockDevice) continue;
+    auto guard = mmc::ForceRoGuard::ReleaseDevice(e->id->dev, sysfs_root_);
+    if (!guard.ok()) return e->Fail(guard.status().WithContext(e->path));
+    e->force_ro = std::move(*guard);
+  }
   for (auto& e : entries_) {
     if (e->mode != Mode::kInPlaceFile) continue;
     e->truncated = true;

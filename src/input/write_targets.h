@@ -18,7 +18,9 @@
 //   CheckFits()     the image's size (or a lower bound) against every block
 //                   device and every window.
 //   Prepare()       the one place targets change: a temporary file beside each
-//                   file target (base/atomic_file.h), in-place files truncated.
+//                   file target (base/atomic_file.h), in-place files truncated,
+//                   an eMMC boot area's force_ro switched off (mmc/boot_area.h;
+//                   put back when WriteTargets goes, whatever happened).
 //   Commit()        after the whole write (and verify): files of unknown size
 //                   cut to size, temporary files renamed over their targets.
 //
@@ -56,6 +58,7 @@ struct TargetPolicy {
   // --offset/--size: the window of every target, inside the GPT partition
   // a TARGET:NAME names (io/target_spec.h).
   io::WindowRequest window;
+  std::string sysfs_root = "/sys";  // where eMMC boot areas' force_ro is (tests: a stand-in)
 };
 
 class WriteTargets {
@@ -114,6 +117,7 @@ class WriteTargets {
   WriteTargets();
   std::vector<std::unique_ptr<Entry>> entries_;
   bool prepared_ = false;
+  std::string sysfs_root_;
 };
 
 // A file a run writes besides its targets (the --json report; "-" is

@@ -8,7 +8,8 @@
 #
 #   vm_prepare CACHE_DIR            kernel package downloaded and extracted once
 #   vm_run WORK SCRIPT SECONDS LOG  boots, runs WORK/SCRIPT as root in the
-#                                   guest, powers off; console in LOG
+#                                   guest, powers off; console in LOG;
+#                                   VM_QEMU_ARGS (an array) adds devices
 
 # The kernel package that linux-image-amd64 points at (Debian 12: 6.1.x).
 vm_kernel_package() {
@@ -122,7 +123,7 @@ vm_run() {
     -kernel "$VM_KDIR/boot/vmlinuz-$VM_KVER" -initrd "$initrd" \
     -append "console=ttyS0 quiet panic=-1 vm.script=$script vm.dummy_hcd=${VM_DUMMY_HCD:-num=2}" \
     -virtfs local,path=/,mount_tag=host,security_model=none,readonly=on,multidevs=remap \
-    -virtfs "local,path=$work,mount_tag=work,security_model=none" </dev/null
+    -virtfs "local,path=$work,mount_tag=work,security_model=none" "${VM_QEMU_ARGS[@]}" </dev/null
   local rc=$?
   rm -f "$initrd"
   [ $rc = 124 ] && return 124
