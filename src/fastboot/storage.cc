@@ -185,6 +185,9 @@ Status Storage::LoadGpt(std::vector<std::string>* warnings) {
   auto read_at = [&](uint64_t off, std::span<uint8_t> out) { return PreadExact(rfd.get(), out, off, path); };
   auto table = io::ReadGpt(read_at, b.geometry.size, sector);
   std::vector<Partition> old = std::exchange(partitions_, {});
+  // What other devices hold (serve --mmc's boot areas) is not the table's: kept.
+  std::vector<Partition> beside;
+  std::copy_if(old.begin(), old.end(), std::back_inserter(beside), [](const Partition& p) { return p.backing != 0; });
   if (!table.ok()) {
     if (table.status().code() != Code::kNotFound && table.status().code() != Code::kInvalidArgument &&
         table.status().code() != Code::kCorrupt) {
@@ -193,6 +196,7 @@ Status Storage::LoadGpt(std::vector<std::string>* warnings) {
     }
     warnings->push_back(fmt::format("{}: no partitions: {} (fastboot flash gpt LAYOUT, or oem format with "
                                     "serve --layout, writes a table)", path, table.status().ToString()));
+    partitions_ = std::move(beside);
     return Status::Ok();
   }
   for (const auto& w : table->warnings) warnings->push_back(path + ": " + w);
@@ -210,6 +214,12 @@ Status Storage::LoadGpt(std::vector<std::string>* warnings) {
     }
   }
   if (partitions_.empty()) warnings->push_back(path + ": GPT has no usable partitions");
+  for (Partition& p : beside) {
+    if (Status st = AddPartition(std::move(p)); !st.ok()) {
+      partitions_ = std::move(old);
+      return st.WithContext("the partitions beside the disk's table");
+    }
+  }
   return Status::Ok();
 }
 

@@ -104,5 +104,26 @@ TEST_F(StorageBootAreaTest, AddWholeDeviceServesABootAreaBesideTheDisk) {
   EXPECT_EQ(std::vector<uint8_t>(back.begin(), back.begin() + 4096), image);
 }
 
+// serve --storage DISK --mmc: the boot areas live beside the disk's table, so
+// a table change (flash gpt, oem format) keeps serving them.
+TEST_F(StorageBootAreaTest, BootAreasOutliveATableChange) {
+  std::string disk = dir_.File("disk");
+  testing::WriteFile(disk, std::vector<uint8_t>(32 << 20, 0));
+  std::vector<std::string> warnings;
+  auto s = Storage::OpenGpt(disk, {.sysfs_root = sys_}, &warnings);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  storage_ = std::move(*s);
+  ASSERT_TRUE(storage_->AddWholeDevice("mmc0boot0", loop_).ok());
+  std::string layout = "name=boot,size=1MiB;name=system,size=-;";
+  auto out = storage_->ChangeTable({reinterpret_cast<const uint8_t*>(layout.data()), layout.size()}, "flash gpt",
+                                   'a', &warnings);
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  EXPECT_NE(storage_->Find("system"), nullptr);
+  const Partition* p = storage_->Find("mmc0boot0");
+  ASSERT_NE(p, nullptr) << "the boot area was dropped with the old table";
+  EXPECT_EQ(p->size, 1u << 20);
+  EXPECT_NE(p->backing, storage_->Find("system")->backing);
+}
+
 }  // namespace
 }  // namespace flashpipe::fastboot
