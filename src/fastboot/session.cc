@@ -277,10 +277,31 @@ char Session::ActiveSlot() {
   return next < 0 ? slot : static_cast<char>('a' + next);
 }
 
-// A partition by its name, or by its base name plus the current slot.
+namespace {
+
+// "mmcblk0boot1" (the kernel's node) -> "mmc0boot1" (U-Boot's name, as
+// serve --mmc serves the boot areas); "" for any other name.
+std::string BootAreaAlias(std::string_view name) {
+  constexpr std::string_view kKernel = "mmcblk";
+  if (!name.starts_with(kKernel)) return {};
+  std::string_view rest = name.substr(kKernel.size());
+  size_t digits = rest.find_first_not_of("0123456789");
+  if (digits == 0 || digits == std::string_view::npos) return {};
+  std::string_view area = rest.substr(digits);
+  if (area != "boot0" && area != "boot1") return {};
+  return fmt::format("mmc{}{}", rest.substr(0, digits), area);
+}
+
+}  // namespace
+
+// A partition by its name, or by its base name plus the current slot; an
+// eMMC boot area also by its kernel name (BootAreaAlias).
 Result<const Partition*> Session::Resolve(const std::string& name) {
   if (name.empty()) return InvalidArgument("missing partition name");
   if (const Partition* p = device_->storage().Find(name)) return p;
+  if (std::string alias = BootAreaAlias(name); !alias.empty()) {
+    if (const Partition* p = device_->storage().Find(alias)) return p;
+  }
   std::string slotted = fmt::format("{}_{}", name, device_->state().slot());
   if (const Partition* p = device_->storage().Find(slotted)) return p;
   return NotFound(fmt::format("partition '{}' not found", name.substr(0, 40)));

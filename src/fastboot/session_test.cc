@@ -824,6 +824,27 @@ TEST_F(SessionTest, RebootAndShutdownHooksGetTheEnvironment) {
   EXPECT_EQ(std::string(text.begin(), text.end()), "reboot recovery b 0 board9\nshutdown  b 1 board9\n");
 }
 
+// serve --mmc serves the boot areas by U-Boot's names; the kernel's node
+// names reach them too, and nothing else is taken for one.
+TEST_F(SessionTest, BootAreasAnswerToTheKernelsNamesToo) {
+  parts_.push_back({"mmc0boot1", 0, 6 * kMiB, kMiB});
+  mem_.Allow(6 * kMiB, kMiB);
+  io::Geometry g{.size = mem_.disk().size(), .logical_block = 512, .physical_block = 4096,
+                 .mem_align = 512, .offset_align = 512, .max_request = kMiB, .direct = false};
+  device_ = std::make_unique<FastbootDevice>(DeviceConfig{.max_download_size = 2 * kMiB},
+                                             Storage::ForQueue(&mem_, g, parts_), PersistentState::InMemory());
+  EXPECT_EQ(One("getvar:partition-size:mmcblk0boot1"), "OKAY0x0000000000100000");
+  EXPECT_EQ(One("getvar:partition-size:mmc0boot1"), "OKAY0x0000000000100000");
+  EXPECT_EQ(One("getvar:partition-size:mmcblk0boot0"), "FAILpartition 'mmcblk0boot0' not found");
+  EXPECT_EQ(One("getvar:partition-size:mmcblk0boot1x"), "FAILpartition 'mmcblk0boot1x' not found");
+  EXPECT_EQ(One("getvar:partition-size:mmcblkboot1"), "FAILpartition 'mmcblkboot1' not found");
+  auto image = SparseBuilder::RandomBytes(64 * 1024, 49);
+  EXPECT_EQ(Flash("mmcblk0boot1", image), (std::vector<std::string>{"OKAY", "OKAY"}));
+  auto got = Bytes(parts_.back());
+  EXPECT_TRUE(std::equal(image.begin(), image.end(), got.begin()));
+  ExpectGuardsIntact();
+}
+
 // --- stream-flash: the next download written while it arrives -----------------
 
 TEST_F(SessionTest, StreamFlashWritesSparseAndRawImagesAsTheyArrive) {
