@@ -12,6 +12,8 @@
 
 #include <gtest/gtest.h>
 
+#include "testing/fake_mmc_card.h"
+
 #include "input/write_targets.h"
 #include "testing/temp_dir.h"
 
@@ -56,7 +58,19 @@ class BootAreaTargetTest : public ::testing::Test {
     std::getline(in, s);
     return s;
   }
-  TargetPolicy Policy() { return {.force = false, .in_place = false, .sysfs_root = sys_}; }
+  // The card behind the stand-in boot area: a fake that answers EXT_CSD.
+  TargetPolicy Policy() {
+    TargetPolicy p{.force = false, .in_place = false, .sysfs_root = sys_};
+    p.open_card = [this](const std::string& node) -> Result<std::unique_ptr<mmc::MmcDevice>> {
+      opened_ = node;
+      auto card = std::make_unique<testing::FakeMmcCard>();
+      card->set_byte(mmc::field::kBootWpStatus, boot_wp_status_);
+      return std::unique_ptr<mmc::MmcDevice>(std::move(card));
+    };
+    return p;
+  }
+  uint8_t boot_wp_status_ = 0;
+  std::string opened_;
 
   testing::TempDir dir_;
   std::string loop_, sys_;
@@ -83,6 +97,27 @@ TEST_F(BootAreaTargetTest, AFailedWriteRestoresForceRo) {
     EXPECT_FALSE(t.status().ok());
   }
   EXPECT_EQ(ForceRo(), "1");
+}
+
+// BOOT_WP_STATUS [174]: 2 bits per area. A protected area is refused before
+// force_ro or anything else changes; the other area's protection is not its.
+TEST_F(BootAreaTargetTest, AWriteProtectedBootAreaIsRefusedBeforeAnythingChanges) {
+  boot_wp_status_ = 0x01;  // area 0 (mmcblk0boot0): power-on protected
+  {
+    WriteTargets t = WriteTargets::Check({loop_}, Policy());
+    ASSERT_TRUE(t.status().ok()) << t.status().ToString();
+    Status s = t.Prepare(4096);
+    ASSERT_FALSE(s.ok());
+    EXPECT_NE(s.message().find("mmcblk0boot0 is write-protected (power-on: BOOT_WP_STATUS [174] = 0x01)"),
+              std::string::npos) << s.message();
+    EXPECT_EQ(ForceRo(), "1");
+  }
+  EXPECT_EQ(opened_, "/dev/mmcblk0");
+  EXPECT_EQ(ForceRo(), "1");
+  boot_wp_status_ = 0x08;  // area 1 permanently protected: area 0 is writable
+  WriteTargets t = WriteTargets::Check({loop_}, Policy());
+  ASSERT_TRUE(t.Prepare(4096).ok());
+  EXPECT_EQ(ForceRo(), "0");
 }
 
 TEST_F(BootAreaTargetTest, ARefusedWriteNeverTouchesForceRo) {

@@ -245,6 +245,7 @@ WriteTargets::~WriteTargets() = default;
 WriteTargets WriteTargets::Check(const std::vector<std::string>& paths, const TargetPolicy& policy) {
   WriteTargets t;
   t.sysfs_root_ = policy.sysfs_root;
+  t.open_card_ = policy.open_card;
   for (const std::string& path : paths) {
     auto checked = RefuseGivenTwice(t.entries_, path);
     if (checked.ok()) checked = CheckOne(path, policy);
@@ -344,7 +345,13 @@ Status CommitOne(Entry& e, uint64_t image_size) {
 }  // namespace
 
 Status WriteTargets::Prepare(std::optional<uint64_t> size) {
-  // Temporary files first: creating one may fail, and then nothing changed.
+  // A write-protected eMMC boot area would fail part way: refused first.
+  for (auto& e : entries_) {
+    if (e->mode != Mode::kBlockDevice) continue;
+    FP_RETURN_IF_ERROR(e->Fail(mmc::RefuseWriteProtectedBootArea(e->id->dev, sysfs_root_, open_card_)
+                                   .WithContext(e->path)));
+  }
+  // Temporary files next: creating one may fail, and then nothing changed.
   for (auto& e : entries_) {
     if (e->mode != Mode::kNewFile) continue;
     FP_RETURN_IF_ERROR(e->Fail(PrepareTemp(*e, size)));

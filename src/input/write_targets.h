@@ -49,6 +49,7 @@
 #include "io/image_writer.h"
 #include "io/target.h"
 #include "io/target_spec.h"
+#include "mmc/boot_wp.h"
 
 namespace flashpipe::input {
 
@@ -59,6 +60,9 @@ struct TargetPolicy {
   // a TARGET:NAME names (io/target_spec.h).
   io::WindowRequest window;
   std::string sysfs_root = "/sys";  // where eMMC boot areas' force_ro is (tests: a stand-in)
+  // How a boot area's card is asked whether the area is write-protected
+  // (mmc/boot_wp.h; tests: a fake card).
+  mmc::OpenCardFn open_card = mmc::OpenCardForWp;
 };
 
 class WriteTargets {
@@ -118,6 +122,7 @@ class WriteTargets {
   std::vector<std::unique_ptr<Entry>> entries_;
   bool prepared_ = false;
   std::string sysfs_root_;
+  mmc::OpenCardFn open_card_;
 };
 
 // A file a run writes besides its targets (the --json report; "-" is
