@@ -8,6 +8,7 @@
 #include "fastboot/misc_slot.h"
 #include "fastboot/readback.h"
 #include "fastboot/reason_text.h"
+#include "mmc/boot_area.h"
 #include "wire/protocol.h"
 
 namespace flashpipe::fastboot {
@@ -282,14 +283,9 @@ namespace {
 // "mmcblk0boot1" (the kernel's node) -> "mmc0boot1" (U-Boot's name, as
 // serve --mmc serves the boot areas); "" for any other name.
 std::string BootAreaAlias(std::string_view name) {
-  constexpr std::string_view kKernel = "mmcblk";
-  if (!name.starts_with(kKernel)) return {};
-  std::string_view rest = name.substr(kKernel.size());
-  size_t digits = rest.find_first_not_of("0123456789");
-  if (digits == 0 || digits == std::string_view::npos) return {};
-  std::string_view area = rest.substr(digits);
-  if (area != "boot0" && area != "boot1") return {};
-  return fmt::format("mmc{}{}", rest.substr(0, digits), area);
+  auto area = mmc::ParseBootAreaName(name);
+  if (!area) return {};
+  return fmt::format("mmc{}boot{}", std::string_view(area->card).substr(6), area->index);
 }
 
 }  // namespace

@@ -76,7 +76,8 @@ Result<std::string> Session::ChangeTable(std::span<const uint8_t> source, std::s
   for (const std::string& n : out.notes) lines.push_back(n);
   for (const std::string& w : warnings) lines.push_back(w);
   for (const std::string& line : lines) {
-    for (const auto& piece : WrapWords(line, wire::kMaxMessage)) {
+    // Partition names come from the disk's old table and the client's layout.
+    for (const auto& piece : WrapWords(log::Printable(line, 1024), wire::kMaxMessage)) {
       if (!SendInfo(piece).ok()) return transport_error_;
     }
   }

@@ -243,18 +243,7 @@ Result<std::optional<partition::KernelUpdate>> Storage::TellKernelAfterWholeDisk
       p.size != b.geometry.size) {
     return std::optional<partition::KernelUpdate>();
   }
-  UniqueFd rfd(::open(b.path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!rfd.valid()) return ErrnoError("open " + b.path);
-  auto read_at = [&](uint64_t off, std::span<uint8_t> out) { return PreadExact(rfd.get(), out, off, b.path); };
-  auto gpt = io::ReadGpt(read_at, b.geometry.size, b.geometry.logical_block);
-  if (!gpt.ok()) return std::optional<partition::KernelUpdate>();
-  struct stat st {};
-  if (::fstat(b.target->fd(), &st) != 0) return ErrnoError("stat " + b.path);
-  FP_ASSIGN_OR_RETURN(partition::KernelUpdate u,
-                      partition::UpdateKernelPartitions(b.target->fd(), b.path, st.st_rdev,
-                                                        partition::FromGpt(*gpt, b.geometry.size),
-                                                        std::chrono::milliseconds(10000)));
-  return std::optional<partition::KernelUpdate>(std::move(u));
+  return partition::UpdateAfterWholeDiskWrite(b.path, std::chrono::milliseconds(10000), b.target->fd());
 }
 
 Status Storage::ReloadTable(char slot, std::vector<std::string>* warnings) {

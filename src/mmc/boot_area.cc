@@ -132,12 +132,18 @@ Result<ForceRoGuard> ForceRoGuard::Release(const std::string& block_name, const 
   return g;
 }
 
-Result<ForceRoGuard> ForceRoGuard::ReleaseDevice(dev_t rdev, const std::string& sysfs_root) {
+std::optional<std::string> BlockNameOfDevice(dev_t rdev, const std::string& sysfs_root) {
   std::string link = fmt::format("{}/dev/block/{}:{}", sysfs_root, major(rdev), minor(rdev));
   std::error_code ec;
   std::filesystem::path target = std::filesystem::read_symlink(link, ec);
-  if (ec) return ForceRoGuard();  // no sysfs entry: not a boot area the kernel knows
-  return Release(target.filename().string(), sysfs_root);
+  if (ec) return std::nullopt;
+  return target.filename().string();
+}
+
+Result<ForceRoGuard> ForceRoGuard::ReleaseDevice(dev_t rdev, const std::string& sysfs_root) {
+  auto name = BlockNameOfDevice(rdev, sysfs_root);
+  if (!name) return ForceRoGuard();  // no sysfs entry: not a boot area the kernel knows
+  return Release(*name, sysfs_root);
 }
 
 ForceRoGuard::ForceRoGuard(ForceRoGuard&& o) noexcept

@@ -31,6 +31,10 @@ std::optional<BootAreaName> ParseBootAreaName(std::string_view block_name);
 // -> "mmcblk0boot0"): the last part of the path with symlinks followed.
 Result<std::string> BlockNameOf(const std::string& path);
 
+// The kernel's name of the block device numbered `rdev` (st_rdev), from
+// SYSFS/dev/block/MAJOR:MINOR; nullopt when sysfs has no such entry.
+std::optional<std::string> BlockNameOfDevice(dev_t rdev, const std::string& sysfs_root = "/sys");
+
 // A sysfs attribute's text without the final newline.
 Result<std::string> ReadSysfsValue(const std::string& path);
 

@@ -1,9 +1,5 @@
 #include "mmc/boot_wp.h"
 
-#include <sys/sysmacros.h>
-
-#include <filesystem>
-
 #include "base/log.h"
 #include "mmc/boot_area.h"
 #include "mmc/card.h"
@@ -17,11 +13,9 @@ Result<std::unique_ptr<MmcDevice>> OpenCardForWp(const std::string& card_node) {
 }
 
 Status RefuseWriteProtectedBootArea(dev_t rdev, const std::string& sysfs_root, const OpenCardFn& open) {
-  std::string link = fmt::format("{}/dev/block/{}:{}", sysfs_root, major(rdev), minor(rdev));
-  std::error_code ec;
-  std::filesystem::path target = std::filesystem::read_symlink(link, ec);
-  if (ec) return Status::Ok();  // no sysfs entry: not a boot area the kernel knows
-  std::string name = target.filename().string();
+  auto block = BlockNameOfDevice(rdev, sysfs_root);
+  if (!block) return Status::Ok();  // no sysfs entry: not a boot area the kernel knows
+  const std::string& name = *block;
   auto area = ParseBootAreaName(name);
   if (!area) return Status::Ok();
   auto card = open("/dev/" + area->card);

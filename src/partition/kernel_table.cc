@@ -157,7 +157,8 @@ Result<KernelUpdate> UpdateKernelPartitions(int fd, const std::string& path, dev
 
 namespace flashpipe::partition {
 
-Result<std::optional<KernelUpdate>> UpdateAfterWholeDiskWrite(const std::string& path, std::chrono::milliseconds wait) {
+Result<std::optional<KernelUpdate>> UpdateAfterWholeDiskWrite(const std::string& path, std::chrono::milliseconds wait,
+                                                              int claim_fd) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0 || !S_ISBLK(st.st_mode)) return std::optional<KernelUpdate>();
   std::string sysfs = fmt::format("/sys/dev/block/{}:{}/partition", major(st.st_rdev), minor(st.st_rdev));
@@ -174,7 +175,8 @@ Result<std::optional<KernelUpdate>> UpdateAfterWholeDiskWrite(const std::string&
   auto read_at = [&](uint64_t off, std::span<uint8_t> out) { return PreadExact(fd.get(), out, off, path); };
   auto gpt = io::ReadGpt(read_at, size, sector);
   if (!gpt.ok()) return std::optional<KernelUpdate>();
-  FP_ASSIGN_OR_RETURN(KernelUpdate u, UpdateKernelPartitions(fd.get(), path, st.st_rdev, FromGpt(*gpt, size), wait));
+  FP_ASSIGN_OR_RETURN(KernelUpdate u, UpdateKernelPartitions(claim_fd >= 0 ? claim_fd : fd.get(), path, st.st_rdev,
+                                                             FromGpt(*gpt, size), wait));
   return std::optional<KernelUpdate>(std::move(u));
 }
 

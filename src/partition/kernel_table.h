@@ -46,10 +46,13 @@ Result<KernelUpdate> UpdateKernelPartitions(int fd, const std::string& path, dev
                                             std::chrono::milliseconds wait);
 
 // After an image was written over the whole block device `path` (`write`
-// of a disk image): when the disk now starts with a valid GPT, its
-// partitions made the kernel's as above, through a descriptor of its own.
-// nullopt, doing nothing, for a regular file, a partition (sysfs has its
+// of a disk image, serve's flash of a whole-disk partition): when the disk
+// now starts with a valid GPT, its partitions made the kernel's as above,
+// the ioctls on `claim_fd` (the caller's O_EXCL descriptor, whose holder
+// the kernel allows) or, when -1, on a descriptor of its own. nullopt,
+// doing nothing, for a regular file, a partition (sysfs has its
 // `partition` file), or a disk without a valid GPT.
-Result<std::optional<KernelUpdate>> UpdateAfterWholeDiskWrite(const std::string& path, std::chrono::milliseconds wait);
+Result<std::optional<KernelUpdate>> UpdateAfterWholeDiskWrite(const std::string& path, std::chrono::milliseconds wait,
+                                                              int claim_fd = -1);
 
 }  // namespace flashpipe::partition
